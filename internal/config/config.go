@@ -1,0 +1,58 @@
+package config
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Config is the whole configuration of the daemon. Every field carries the
+// public environment variable name (envconfig tag) and the flag that
+// overrides it (flag tag). An empty value means "not set" (the default
+// applies), except where the field is tagged empty:"off".
+type Config struct {
+	VIPAddress     PrefixList    `envconfig:"NOVAEDGE_CP_VIP_ADDRESS" flag:"vip-address" required:"true" desc:"VIP in CIDR form (192.0.2.100/32); a comma-separated list of at most one IPv4 and one IPv6 prefix gives a dual-stack VIP."`
+	Interface      string        `envconfig:"NOVAEDGE_CP_VIP_INTERFACE" flag:"interface" desc:"L2: interface to bind the VIP on; empty = the up interface with an address whose subnet holds the VIP, else the one holding the default route. BGP: the VIP goes on lo unless set."`
+	APIPort        uint16        `envconfig:"NOVAEDGE_CP_VIP_API_PORT" flag:"api-port" default:"6443" desc:"Port of the local kube-apiserver."`
+	HealthInterval time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_INTERVAL" flag:"health-interval" default:"1s" desc:"Time between two health checks of https://localhost:PORT/livez."`
+	HealthTimeout  time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT" flag:"health-timeout" default:"3s" desc:"Timeout of one health check request."`
+	FailThreshold  int           `envconfig:"NOVAEDGE_CP_VIP_FAIL_THRESHOLD" flag:"fail-threshold" default:"3" desc:"Consecutive failed checks before the node is unhealthy and releases the VIP."`
+	RiseThreshold  int           `envconfig:"NOVAEDGE_CP_VIP_RISE_THRESHOLD" flag:"rise-threshold" default:"1" desc:"Consecutive successful checks before the node is healthy and may (re)claim the VIP."`
+	SATokenPath    string        `envconfig:"NOVAEDGE_CP_VIP_SA_TOKEN_PATH" flag:"sa-token-path" default:"/var/run/secrets/kubernetes.io/serviceaccount/token" desc:"Bearer token file. Present: sent as Authorization: Bearer and only 200 is healthy. Absent: 200 and 401 are healthy."`
+	CAFile         string        `envconfig:"NOVAEDGE_CP_VIP_CA_FILE" flag:"ca-file" desc:"If set, verify the apiserver certificate against this CA bundle; else verification is skipped (the request never leaves loopback)."`
+	Mode           Mode          `envconfig:"NOVAEDGE_CP_VIP_MODE" flag:"mode" default:"l2" desc:"l2 (VRRP election, ARP/NDP) or bgp (every healthy node announces the VIP)."`
+	VRID           int           `envconfig:"NOVAEDGE_CP_VIP_VRID" flag:"vrid" default:"51" desc:"L2: VRRP virtual router id 1-255, the same on all nodes of one VIP."`
+	Priority       int           `envconfig:"NOVAEDGE_CP_VIP_PRIORITY" flag:"priority" default:"100" desc:"L2: VRRP priority 1-254."`
+	AdvertInterval time.Duration `envconfig:"NOVAEDGE_CP_VIP_ADVERT_INTERVAL" flag:"advert-interval" default:"1s" desc:"L2: VRRP advertisement interval, 10ms-40.95s in steps of 10ms."`
+	Preempt        bool          `envconfig:"NOVAEDGE_CP_VIP_PREEMPT" flag:"preempt" default:"false" desc:"L2: a higher-priority node takes the VIP back from a lower-priority master."`
+	Peers          AddrList      `envconfig:"NOVAEDGE_CP_VIP_PEERS" flag:"peers" desc:"L2: unicast VRRP peers (comma-separated addresses); empty = multicast 224.0.0.18 / ff02::12."`
+	GARPRepeat     int           `envconfig:"NOVAEDGE_CP_VIP_GARP_REPEAT" flag:"garp-repeat" default:"3" desc:"L2: announcements (gratuitous ARP / unsolicited NA) sent on takeover, 1.1s apart, 1-100."`
+	GARPRefresh    time.Duration `envconfig:"NOVAEDGE_CP_VIP_GARP_REFRESH" flag:"garp-refresh" default:"0s" desc:"L2: periodic re-announcement while holding the VIP; 0 = off, else at least 1s."`
+
+	BGPLocalAS     uint32        `envconfig:"NOVAEDGE_BGP_LOCAL_AS" flag:"bgp-local-as" desc:"BGP: local AS number (required in bgp mode)."`
+	BGPRouterID    netip.Addr    `envconfig:"NOVAEDGE_BGP_ROUTER_ID" flag:"bgp-router-id" desc:"BGP: router id in IPv4 form (required in bgp mode)."`
+	BGPPeerAddress netip.Addr    `envconfig:"NOVAEDGE_BGP_PEER_ADDRESS" flag:"bgp-peer-address" desc:"BGP: address of the single peer (required in bgp mode unless NOVAEDGE_BGP_PEERS is set)."`
+	BGPPeerAS      uint32        `envconfig:"NOVAEDGE_BGP_PEER_AS" flag:"bgp-peer-as" desc:"BGP: AS of the single peer (required with NOVAEDGE_BGP_PEER_ADDRESS)."`
+	BGPPeers       PeerList      `envconfig:"NOVAEDGE_BGP_PEERS" flag:"bgp-peers" desc:"BGP: several peers as ADDR@AS[,ADDR@AS...], IPv6 in brackets ([2001:db8::1]@65000); replaces the two variables above."`
+	BGPPassword    string        `envconfig:"NOVAEDGE_BGP_PASSWORD" flag:"bgp-password" secret:"true" desc:"BGP: TCP MD5 password for all peers; empty = none."`
+	BGPHoldTime    time.Duration `envconfig:"NOVAEDGE_BGP_HOLD_TIME" flag:"bgp-hold-time" default:"9s" desc:"BGP: hold time in whole seconds, 3s-65535s (keepalive = hold/3)."`
+	BGPMultihop    int           `envconfig:"NOVAEDGE_BGP_MULTIHOP" flag:"bgp-multihop" default:"0" desc:"BGP: eBGP multihop TTL 1-255; 0 = directly connected peers."`
+	BGPNextHop     netip.Addr    `envconfig:"NOVAEDGE_BGP_NEXT_HOP" flag:"bgp-next-hop" desc:"BGP: next hop to advertise; empty = the session's local address."`
+	BGPCommunities Communities   `envconfig:"NOVAEDGE_BGP_COMMUNITIES" flag:"bgp-communities" desc:"BGP: standard communities AS:VAL (comma-separated) attached to the VIP route."`
+
+	BFDEnabled    bool          `envconfig:"NOVAEDGE_BFD_ENABLED" flag:"bfd" default:"false" desc:"BFD with every BGP peer (bgp mode)."`
+	BFDDetectMult int           `envconfig:"NOVAEDGE_BFD_DETECT_MULT" flag:"bfd-detect-mult" default:"3" desc:"BFD: missed packets before the session is down, 1-255."`
+	BFDTxInterval time.Duration `envconfig:"NOVAEDGE_BFD_TX_INTERVAL" flag:"bfd-tx-interval" default:"300ms" desc:"BFD: desired minimum transmit interval, 1ms-60s in whole microseconds."`
+	BFDRxInterval time.Duration `envconfig:"NOVAEDGE_BFD_RX_INTERVAL" flag:"bfd-rx-interval" default:"300ms" desc:"BFD: required minimum receive interval, 1ms-60s in whole microseconds."`
+	BFDAuth       BFDAuth       `envconfig:"NOVAEDGE_BFD_AUTH" flag:"bfd-auth" default:"none" desc:"BFD authentication: none, simple, keyed-sha1 or meticulous-sha1."`
+	BFDAuthKey    string        `envconfig:"NOVAEDGE_BFD_AUTH_KEY" flag:"bfd-auth-key" secret:"true" desc:"BFD: authentication key (key id 1); 1-16 bytes for simple, 1-20 for SHA1."`
+
+	MetricsAddr string    `envconfig:"NOVAEDGE_CP_VIP_METRICS_ADDR" flag:"metrics-addr" default:"127.0.0.1:9450" empty:"off" desc:"Listen address of /metrics, /healthz, /readyz and /status; empty = off."`
+	LogFormat   LogFormat `envconfig:"NOVAEDGE_CP_VIP_LOG_FORMAT" flag:"log-format" default:"text" desc:"Log format: text or json."`
+	LogLevel    LogLevel  `envconfig:"NOVAEDGE_CP_VIP_LOG_LEVEL" flag:"log-level" default:"info" desc:"Log level: debug, info, warn or error."`
+}
+
+// APIServerURL is the health endpoint of the local kube-apiserver.
+func (c *Config) APIServerURL() string {
+	return "https://localhost:" + strconv.Itoa(int(c.APIPort)) + "/livez"
+}

@@ -1,0 +1,228 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// isolateEnv clears every variable of ours for the test and restores them after.
+func isolateEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); isOwnName(k) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for _, f := range Fields() {
+		t.Setenv(f.Env, "")
+		os.Unsetenv(f.Env)
+	}
+}
+
+func load(t *testing.T, env map[string]string, args ...string) (*Config, error) {
+	t.Helper()
+	isolateEnv(t)
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fl := BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing flags: %v", err)
+	}
+	c, _, err := Load(fl)
+	return c, err
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
+		HealthInterval: time.Second, HealthTimeout: 3 * time.Second, FailThreshold: 3, RiseThreshold: 1,
+		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", Mode: ModeL2, VRID: 51,
+		Priority: 100, AdvertInterval: time.Second, GARPRepeat: 3, BGPHoldTime: 9 * time.Second,
+		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
+		BFDAuth: BFDAuthNone, MetricsAddr: "127.0.0.1:9450", LogFormat: "text", LogLevel: 0,
+	}
+	if Describe(c) != Describe(&want) {
+		t.Errorf("defaults differ:\ngot:\n%s\nwant:\n%s", Describe(c), Describe(&want))
+	}
+	if got := c.APIServerURL(); got != "https://localhost:6443/livez" {
+		t.Errorf("APIServerURL = %q", got)
+	}
+}
+
+func TestFlagOverridesEnv(t *testing.T) {
+	c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_VRID": "7"},
+		"--vrid", "9", "--preempt", "--vip-address", "192.0.2.5/24, 2001:db8::5/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.VRID != 9 || !c.Preempt || len(c.VIPAddress) != 2 || c.VIPAddress[1] != netip.MustParsePrefix("2001:db8::5/128") {
+		t.Errorf("got VRID=%d preempt=%v vip=%v", c.VRID, c.Preempt, c.VIPAddress)
+	}
+}
+
+func TestEnvFilePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpvip.env")
+	content := "# comment\n; other comment\n\nNOVAEDGE_CP_VIP_ADDRESS=\"192.0.2.100/32\"\nexport NOVAEDGE_CP_VIP_PRIORITY=150\nNOVAEDGE_CP_VIP_VRID='12'\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_VRID": "20"}, "--env-file", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Priority != 150 || c.VRID != 20 {
+		t.Errorf("priority=%d (want 150 from file) vrid=%d (want 20: environment beats file)", c.Priority, c.VRID)
+	}
+}
+
+func TestEnvFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"unknown variable NOVAEDGE_CP_VIP_ADRESS": "NOVAEDGE_CP_VIP_ADRESS=192.0.2.1/32\n",
+		"line 2: want KEY=VALUE":                  "# x\nnot a line\n",
+		"unterminated \" quote":                   "NOVAEDGE_CP_VIP_ADDRESS=\"192.0.2.1/32\n",
+	} {
+		path := filepath.Join(dir, "f.env")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := load(t, nil, "--env-file", path)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("content %q: error %v, want it to contain %q", content, err, name)
+		}
+	}
+	if _, err := load(t, nil, "--env-file", filepath.Join(dir, "missing.env")); err == nil {
+		t.Error("missing env file: no error")
+	}
+}
+
+func TestInvalidValuesNameTheVariable(t *testing.T) {
+	bgp := map[string]string{"NOVAEDGE_CP_VIP_MODE": "bgp", "NOVAEDGE_BGP_LOCAL_AS": "65001",
+		"NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11", "NOVAEDGE_BGP_PEER_ADDRESS": "198.51.100.1", "NOVAEDGE_BGP_PEER_AS": "65000"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // substring of the error
+	}{
+		{"missing VIP", nil, "NOVAEDGE_CP_VIP_ADDRESS (--vip-address): is required"},
+		{"empty VIP", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": ""}, "NOVAEDGE_CP_VIP_ADDRESS (--vip-address): is required"},
+		{"bad CIDR", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.300/32"}, `NOVAEDGE_CP_VIP_ADDRESS (--vip-address)="192.0.2.300/32"`},
+		{"no prefix length", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.1"}, "not an address in CIDR form"},
+		{"two IPv4", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.1/32,192.0.2.2/32"}, "at most one IPv4 and one IPv6"},
+		{"multicast VIP", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "224.0.0.18/32"}, "not a unicast address"},
+		{"bad duration", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_INTERVAL": "fast"}, `NOVAEDGE_CP_VIP_HEALTH_INTERVAL (--health-interval)="fast"`},
+		{"bad port", map[string]string{"NOVAEDGE_CP_VIP_API_PORT": "70000"}, "NOVAEDGE_CP_VIP_API_PORT"},
+		{"port zero", map[string]string{"NOVAEDGE_CP_VIP_API_PORT": "0"}, "NOVAEDGE_CP_VIP_API_PORT (--api-port)=\"0\": must be 1-65535"},
+		{"mode", map[string]string{"NOVAEDGE_CP_VIP_MODE": "l3"}, `NOVAEDGE_CP_VIP_MODE (--mode)="l3": must be one of l2, bgp`},
+		{"vrid", map[string]string{"NOVAEDGE_CP_VIP_VRID": "256"}, "NOVAEDGE_CP_VIP_VRID (--vrid)=\"256\": must be 1-255"},
+		{"priority 255", map[string]string{"NOVAEDGE_CP_VIP_PRIORITY": "255"}, "NOVAEDGE_CP_VIP_PRIORITY"},
+		{"advert too small", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "5ms"}, "NOVAEDGE_CP_VIP_ADVERT_INTERVAL"},
+		{"advert not centiseconds", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "105ms"}, "multiple of 10ms"},
+		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
+		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
+		{"garp refresh", map[string]string{"NOVAEDGE_CP_VIP_GARP_REFRESH": "100ms"}, "NOVAEDGE_CP_VIP_GARP_REFRESH"},
+		{"bgp needs AS", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": ""}), "NOVAEDGE_BGP_LOCAL_AS"},
+		{"AS out of range", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": "4294967296"}), "NOVAEDGE_BGP_LOCAL_AS"},
+		{"router id v6", merge(bgp, map[string]string{"NOVAEDGE_BGP_ROUTER_ID": "2001:db8::1"}), "NOVAEDGE_BGP_ROUTER_ID (--bgp-router-id)=\"2001:db8::1\": must be in IPv4 form"},
+		{"bad peer address", merge(bgp, map[string]string{"NOVAEDGE_BGP_PEER_ADDRESS": "router"}), "NOVAEDGE_BGP_PEER_ADDRESS"},
+		{"peer list syntax", merge(bgp, map[string]string{"NOVAEDGE_BGP_PEER_ADDRESS": "", "NOVAEDGE_BGP_PEER_AS": "", "NOVAEDGE_BGP_PEERS": "198.51.100.1:65000"}), "want ADDR@AS"},
+		{"peer list AS", merge(bgp, map[string]string{"NOVAEDGE_BGP_PEER_ADDRESS": "", "NOVAEDGE_BGP_PEER_AS": "", "NOVAEDGE_BGP_PEERS": "[2001:db8::1]@0"}), "NOVAEDGE_BGP_PEERS"},
+		{"peers and peer", merge(bgp, map[string]string{"NOVAEDGE_BGP_PEERS": "198.51.100.2@65000"}), "set one or the other"},
+		{"hold time", merge(bgp, map[string]string{"NOVAEDGE_BGP_HOLD_TIME": "2s"}), "NOVAEDGE_BGP_HOLD_TIME"},
+		{"community", merge(bgp, map[string]string{"NOVAEDGE_BGP_COMMUNITIES": "65000:70000"}), "NOVAEDGE_BGP_COMMUNITIES"},
+		{"bfd auth key", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "keyed-sha1"}), "NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key): is required"},
+		{"secret redacted", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "simple", "NOVAEDGE_BFD_AUTH_KEY": "0123456789abcdefXYZ"}), `NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key)="<redacted>"`},
+		{"bfd without bgp", map[string]string{"NOVAEDGE_BFD_ENABLED": "true"}, "NOVAEDGE_BFD_ENABLED"},
+		{"bfd interval", merge(bgp, map[string]string{"NOVAEDGE_BFD_TX_INTERVAL": "0s"}), "NOVAEDGE_BFD_TX_INTERVAL"},
+		{"empty number is unset", map[string]string{"NOVAEDGE_CP_VIP_VRID": " ", "NOVAEDGE_CP_VIP_PRIORITY": "0"}, "NOVAEDGE_CP_VIP_PRIORITY"},
+		{"metrics addr", map[string]string{"NOVAEDGE_CP_VIP_METRICS_ADDR": "9450"}, "NOVAEDGE_CP_VIP_METRICS_ADDR"},
+		{"log level", map[string]string{"NOVAEDGE_CP_VIP_LOG_LEVEL": "verbose"}, "NOVAEDGE_CP_VIP_LOG_LEVEL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := merge(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32"}, tt.env)
+			if tt.env == nil {
+				env = nil
+			}
+			_, err := load(t, env)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v (%T), want *config.Error", err, err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "0123456789abcdefXYZ") {
+				t.Errorf("error leaks a secret: %q", err)
+			}
+		})
+	}
+}
+
+func TestBGPConfig(t *testing.T) {
+	c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "BGP",
+		"NOVAEDGE_BGP_LOCAL_AS": "4200000000", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11",
+		"NOVAEDGE_BGP_PEERS": "198.51.100.1@65000, [2001:db8::1]@65000,2001:db8::2@65001", "NOVAEDGE_BGP_COMMUNITIES": "65000:100,0:65535"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.BGPPeerList().String(); got != "198.51.100.1@65000,[2001:db8::1]@65000,[2001:db8::2]@65001" {
+		t.Errorf("peers = %s", got)
+	}
+	if c.BGPCommunities[0].Uint32() != 65000<<16|100 || c.BGPLocalAS != 4200000000 || c.Mode != ModeBGP {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestUnknownEnvWarns(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("NOVAEDGE_CP_VIP_ADDRESS", "192.0.2.100/32")
+	t.Setenv("NOVAEDGE_CP_VIP_ADRESS", "x")
+	_, warns, err := Load(nil)
+	if err != nil || len(warns) != 1 || !strings.Contains(warns[0], "NOVAEDGE_CP_VIP_ADRESS") {
+		t.Errorf("warnings %v, err %v", warns, err)
+	}
+}
+
+func TestFieldsComplete(t *testing.T) {
+	seenEnv, seenFlag := map[string]bool{}, map[string]bool{}
+	for _, f := range Fields() {
+		if f.Env == "" || f.Flag == "" || f.Desc == "" {
+			t.Errorf("field %s lacks an env name, flag or description", f.Name)
+		}
+		if seenEnv[f.Env] || seenFlag[f.Flag] {
+			t.Errorf("field %s repeats %s or --%s", f.Name, f.Env, f.Flag)
+		}
+		seenEnv[f.Env], seenFlag[f.Flag] = true, true
+	}
+	if len(Fields()) != 36 {
+		t.Errorf("%d variables, the spec has 36", len(Fields()))
+	}
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

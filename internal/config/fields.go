@@ -1,0 +1,64 @@
+package config
+
+import "reflect"
+
+// Field describes one configuration variable, read from the Config struct tags.
+type Field struct {
+	Name     string // Go field name
+	Env      string // public environment variable
+	Flag     string // equal command-line flag, without dashes
+	Default  string
+	Desc     string
+	Secret   bool // never printed
+	Required bool
+	Bool     bool // a flag that may stand alone (--preempt)
+	EmptyOff bool // an empty value turns the feature off instead of meaning "default"
+	index    int
+}
+
+// Fields lists every configuration variable in declaration order.
+func Fields() []Field {
+	t := reflect.TypeOf(Config{})
+	out := make([]Field, 0, t.NumField())
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		out = append(out, Field{
+			Name:     sf.Name,
+			Env:      sf.Tag.Get("envconfig"),
+			Flag:     sf.Tag.Get("flag"),
+			Default:  sf.Tag.Get("default"),
+			Desc:     sf.Tag.Get("desc"),
+			Secret:   sf.Tag.Get("secret") == "true",
+			Required: sf.Tag.Get("required") == "true",
+			Bool:     sf.Type.Kind() == reflect.Bool,
+			EmptyOff: sf.Tag.Get("empty") == "off",
+			index:    i,
+		})
+	}
+	return out
+}
+
+// fieldByEnv returns the field of an environment variable name.
+func fieldByEnv(env string) (Field, bool) {
+	for _, f := range Fields() {
+		if f.Env == env {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// fieldByName returns the field of a Go struct field name.
+func fieldByName(name string) (Field, bool) {
+	for _, f := range Fields() {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Value returns the field's current value in c.
+func (f Field) Value(c *Config) any {
+	return reflect.ValueOf(c).Elem().Field(f.index).Interface()
+}

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func FuzzParseEnvFile(f *testing.F) {
+	for _, s := range []string{"A=1\n", "# c\nNOVAEDGE_CP_VIP_ADDRESS=\"192.0.2.1/32\"\n", "export X='y'\n", "=\n", "A=\"\n", "A=\"\\\"\"\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		vars, err := ParseEnvFile(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for k := range vars {
+			if !validKey(k) {
+				t.Fatalf("accepted invalid key %q", k)
+			}
+		}
+	})
+}
+
+func FuzzPeerList(f *testing.F) {
+	for _, s := range []string{"198.51.100.1@65000", "[2001:db8::1]@65000,198.51.100.2@1", "x@y", "@", "[::]@4294967295", "1.2.3.4@"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var l PeerList
+		if err := l.Decode(s); err != nil {
+			return
+		}
+		// What we accept prints back to something we accept with the same meaning.
+		var again PeerList
+		if err := again.Decode(l.String()); err != nil || again.String() != l.String() {
+			t.Fatalf("round trip of %q: %q -> %v %q", s, l.String(), err, again.String())
+		}
+		for _, p := range l {
+			if p.AS == 0 || !p.Address.IsValid() {
+				t.Fatalf("accepted %q as %+v", s, p)
+			}
+		}
+	})
+}
+
+func FuzzListDecoders(f *testing.F) {
+	for _, s := range []string{"192.0.2.1/32,2001:db8::1/128", "65000:1, 0:0", "192.0.2.1", " , ,", "1:2:3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var p PrefixList
+		if p.Decode(s) == nil {
+			var again PrefixList
+			if err := again.Decode(p.String()); err != nil || again.String() != p.String() {
+				t.Fatalf("prefix round trip of %q failed: %v", s, err)
+			}
+		}
+		var a AddrList
+		_ = a.Decode(s)
+		var c Communities
+		if c.Decode(s) == nil {
+			var again Communities
+			if err := again.Decode(c.String()); err != nil || again.String() != c.String() {
+				t.Fatalf("community round trip of %q failed: %v", s, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// ownPrefixes are the environment name prefixes that belong to us; an unknown
+// name under them is most likely a typo.
+var ownPrefixes = [...]string{"NOVAEDGE_CP_VIP_", "NOVAEDGE_BGP_", "NOVAEDGE_BFD_"}
+
+// Flags holds what the command line said: the env file and every config flag given.
+type Flags struct {
+	EnvFile string
+	set     map[string]string // environment name -> value given by its flag
+}
+
+type flagValue struct {
+	env  string
+	set  map[string]string
+	bool bool
+}
+
+func (v *flagValue) String() string     { return "" }
+func (v *flagValue) Set(s string) error { v.set[v.env] = s; return nil }
+func (v *flagValue) IsBoolFlag() bool   { return v.bool }
+
+// BindFlags defines --env-file and one flag per configuration variable on fs.
+func BindFlags(fs *flag.FlagSet) *Flags {
+	fl := &Flags{set: map[string]string{}}
+	fs.StringVar(&fl.EnvFile, "env-file", "", "load variables from a systemd-style env file (KEY=VALUE)")
+	for _, f := range Fields() {
+		usage := f.Desc + " (" + f.Env
+		if f.Default != "" {
+			usage += ", default " + f.Default
+		}
+		fs.Var(&flagValue{env: f.Env, set: fl.set, bool: f.Bool}, f.Flag, usage+")")
+	}
+	return fl
+}
+
+// Load builds the configuration. Precedence, lowest first: defaults, the env
+// file, the process environment, flags. The effective values are exported into
+// the process environment and decoded by envconfig, then validated. It returns
+// warnings (unknown variables in the environment) and an *Error naming the
+// variable for any invalid value.
+func Load(fl *Flags) (*Config, []string, error) {
+	if fl == nil {
+		fl = &Flags{}
+	}
+	var warnings []string
+	if fl.EnvFile != "" {
+		if err := loadEnvFile(fl.EnvFile); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if isOwnName(k) {
+			if _, known := fieldByEnv(k); !known {
+				warnings = append(warnings, "unknown variable "+k+" ignored")
+			}
+		}
+	}
+	for env, v := range fl.set {
+		if err := os.Setenv(env, v); err != nil {
+			return nil, nil, fmt.Errorf("setting %s: %w", env, err)
+		}
+	}
+	for _, f := range Fields() {
+		if v, ok := os.LookupEnv(f.Env); ok && strings.TrimSpace(v) == "" && !f.EmptyOff {
+			os.Unsetenv(f.Env) // empty means "not set": the default applies
+		}
+	}
+	var c Config
+	if err := envconfig.Process("", &c); err != nil {
+		return nil, warnings, translate(err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	sort.Strings(warnings)
+	return &c, warnings, nil
+}
+
+// loadEnvFile exports the file's variables that the environment does not set.
+// Unknown names of ours in a file are an error: the file is ours to check.
+func loadEnvFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("reading --env-file: %w", err)
+	}
+	defer f.Close()
+	vars, err := ParseEnvFile(f)
+	if err != nil {
+		return fmt.Errorf("env file %s: %w", path, err)
+	}
+	for k, v := range vars {
+		if _, known := fieldByEnv(k); isOwnName(k) && !known {
+			return fmt.Errorf("env file %s: unknown variable %s", path, k)
+		}
+		if _, inEnv := os.LookupEnv(k); !inEnv {
+			if err := os.Setenv(k, v); err != nil {
+				return fmt.Errorf("setting %s: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func isOwnName(k string) bool {
+	for _, p := range ownPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// translate turns envconfig's errors into an *Error naming the variable.
+func translate(err error) error {
+	var pe *envconfig.ParseError
+	if errors.As(err, &pe) {
+		f, _ := fieldByEnv(pe.KeyName)
+		reason := pe.Err.Error()
+		if strings.Contains(reason, "strconv.") {
+			reason = "not a valid " + pe.TypeName
+		}
+		return &Error{Field: f, Value: pe.Value, Reason: reason}
+	}
+	const missing = "required key "
+	if msg := err.Error(); strings.HasPrefix(msg, missing) {
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, missing), " missing value")
+		f, _ := fieldByEnv(name)
+		return &Error{Field: f, Reason: "is required"}
+	}
+	return err
+}

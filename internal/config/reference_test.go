@@ -1,0 +1,54 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated parts of docs/configuration.md")
+
+const (
+	refBegin = "<!-- BEGIN GENERATED: go test ./internal/config -run TestReferenceDoc -update -->\n"
+	refEnd   = "<!-- END GENERATED -->\n"
+)
+
+// TestReferenceDoc fails when docs/configuration.md drifts from the Config struct.
+func TestReferenceDoc(t *testing.T) {
+	const path = "../../docs/configuration.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, rest, ok1 := strings.Cut(string(doc), refBegin)
+	_, after, ok2 := strings.Cut(rest, refEnd)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s lacks the generated-section markers", path)
+	}
+	want := before + refBegin + Reference() + refEnd + after
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(doc) != want {
+		t.Errorf("%s is out of date with internal/config: run go test ./internal/config -run TestReferenceDoc -update", path)
+	}
+}
+
+// TestEnvTemplateLoads checks that the shipped env file template parses and
+// names only known variables.
+func TestEnvTemplateLoads(t *testing.T) {
+	tmpl := EnvTemplate()
+	vars, err := ParseEnvFile(strings.NewReader(tmpl))
+	if err != nil || len(vars) != 0 {
+		t.Fatalf("template: %v, %d active variables (all must be commented)", err, len(vars))
+	}
+	uncommented := strings.NewReplacer("\n#NOVAEDGE", "\nNOVAEDGE").Replace(tmpl)
+	vars, err = ParseEnvFile(strings.NewReader(uncommented))
+	if err != nil || len(vars) != len(Fields()) {
+		t.Fatalf("uncommented template: %v, %d variables, want %d", err, len(vars), len(Fields()))
+	}
+}

@@ -1,0 +1,168 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"time"
+)
+
+// Validate checks every value, syntax always and mode-specific requirements
+// for the selected mode. It returns the first problem as an *Error.
+func (c *Config) Validate() error {
+	for _, check := range []func() error{c.validateVIP, c.validateHealth, c.validateL2, c.validateBGP, c.validateBFD, c.validateOutput} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateVIP() error {
+	if len(c.VIPAddress) == 0 {
+		return errorf("VIPAddress", nil, "is required (an address in CIDR form, like 192.0.2.100/32)")
+	}
+	var v4, v6 int
+	for _, p := range c.VIPAddress {
+		a := p.Addr()
+		switch {
+		case a.Zone() != "":
+			return errorf("VIPAddress", c.VIPAddress, "%s: an IPv6 zone is not allowed", p)
+		case a.Is4In6():
+			return errorf("VIPAddress", c.VIPAddress, "%s: write IPv4-mapped addresses as IPv4", p)
+		case !a.IsGlobalUnicast() || a.IsLoopback():
+			return errorf("VIPAddress", c.VIPAddress, "%s is not a unicast address usable as a VIP", p.Addr())
+		case a.Is4():
+			v4++
+		default:
+			v6++
+		}
+	}
+	if v4 > 1 || v6 > 1 {
+		return errorf("VIPAddress", c.VIPAddress, "at most one IPv4 and one IPv6 VIP")
+	}
+	return nil
+}
+
+func (c *Config) validateHealth() error {
+	switch {
+	case c.APIPort == 0:
+		return errorf("APIPort", c.APIPort, "must be 1-65535")
+	case c.HealthInterval < 10*time.Millisecond:
+		return errorf("HealthInterval", c.HealthInterval, "must be at least 10ms")
+	case c.HealthTimeout < time.Millisecond:
+		return errorf("HealthTimeout", c.HealthTimeout, "must be at least 1ms")
+	case c.FailThreshold < 1 || c.FailThreshold > 1000:
+		return errorf("FailThreshold", c.FailThreshold, "must be 1-1000")
+	case c.RiseThreshold < 1 || c.RiseThreshold > 1000:
+		return errorf("RiseThreshold", c.RiseThreshold, "must be 1-1000")
+	case c.SATokenPath == "":
+		return errorf("SATokenPath", nil, "must not be empty")
+	}
+	return nil
+}
+
+func (c *Config) validateL2() error {
+	switch {
+	case c.VRID < 1 || c.VRID > 255:
+		return errorf("VRID", c.VRID, "must be 1-255")
+	case c.Priority < 1 || c.Priority > 254:
+		return errorf("Priority", c.Priority, "must be 1-254 (255 is reserved for the address owner, 0 for resigning)")
+	case c.AdvertInterval < 10*time.Millisecond || c.AdvertInterval > 40950*time.Millisecond:
+		return errorf("AdvertInterval", c.AdvertInterval, "must be 10ms-40.95s")
+	case c.AdvertInterval%(10*time.Millisecond) != 0:
+		return errorf("AdvertInterval", c.AdvertInterval, "must be a multiple of 10ms (VRRP counts centiseconds)")
+	case c.GARPRepeat < 1 || c.GARPRepeat > 100:
+		return errorf("GARPRepeat", c.GARPRepeat, "must be 1-100")
+	case c.GARPRefresh != 0 && c.GARPRefresh < time.Second:
+		return errorf("GARPRefresh", c.GARPRefresh, "must be 0 (off) or at least 1s")
+	}
+	for _, p := range c.Peers {
+		if !p.IsGlobalUnicast() && !p.IsLinkLocalUnicast() {
+			return errorf("Peers", c.Peers, "%s is not a unicast address", p)
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateBGP() error {
+	bgp := c.Mode == ModeBGP
+	switch {
+	case bgp && c.BGPLocalAS == 0:
+		return errorf("BGPLocalAS", nil, "is required in bgp mode (1-4294967295)")
+	case bgp && !c.BGPRouterID.IsValid():
+		return errorf("BGPRouterID", nil, "is required in bgp mode (an IPv4 address)")
+	case c.BGPRouterID.IsValid() && !c.BGPRouterID.Is4():
+		return errorf("BGPRouterID", c.BGPRouterID, "must be in IPv4 form")
+	case len(c.BGPPeers) > 0 && (c.BGPPeerAddress.IsValid() || c.BGPPeerAS != 0):
+		return errorf("BGPPeers", c.BGPPeers, "replaces NOVAEDGE_BGP_PEER_ADDRESS and NOVAEDGE_BGP_PEER_AS: set one or the other")
+	case c.BGPPeerAddress.IsValid() && c.BGPPeerAS == 0:
+		return errorf("BGPPeerAS", nil, "is required with NOVAEDGE_BGP_PEER_ADDRESS")
+	case c.BGPPeerAS != 0 && !c.BGPPeerAddress.IsValid():
+		return errorf("BGPPeerAddress", nil, "is required with NOVAEDGE_BGP_PEER_AS")
+	case bgp && len(c.BGPPeers) == 0 && !c.BGPPeerAddress.IsValid():
+		return errorf("BGPPeerAddress", nil, "is required in bgp mode (or set NOVAEDGE_BGP_PEERS)")
+	case c.BGPHoldTime < 3*time.Second || c.BGPHoldTime > 65535*time.Second:
+		return errorf("BGPHoldTime", c.BGPHoldTime, "must be 3s-65535s")
+	case c.BGPHoldTime%time.Second != 0:
+		return errorf("BGPHoldTime", c.BGPHoldTime, "must be whole seconds")
+	case c.BGPMultihop < 0 || c.BGPMultihop > 255:
+		return errorf("BGPMultihop", c.BGPMultihop, "must be 0-255")
+	case c.BGPNextHop.IsValid() && !c.BGPNextHop.IsGlobalUnicast():
+		return errorf("BGPNextHop", c.BGPNextHop, "must be a unicast address")
+	}
+	for _, p := range c.BGPPeerList() {
+		if !p.Address.IsGlobalUnicast() && !p.Address.IsLinkLocalUnicast() {
+			return errorf("BGPPeers", c.BGPPeers, "%s is not a unicast address", p.Address)
+		}
+	}
+	return nil
+}
+
+// BGPPeerList returns the BGP peers from either NOVAEDGE_BGP_PEERS or the single-peer pair.
+func (c *Config) BGPPeerList() PeerList {
+	if len(c.BGPPeers) > 0 {
+		return c.BGPPeers
+	}
+	if c.BGPPeerAddress.IsValid() {
+		return PeerList{{Address: c.BGPPeerAddress, AS: c.BGPPeerAS}}
+	}
+	return nil
+}
+
+func (c *Config) validateBFD() error {
+	switch {
+	case c.BFDDetectMult < 1 || c.BFDDetectMult > 255:
+		return errorf("BFDDetectMult", c.BFDDetectMult, "must be 1-255")
+	case !bfdInterval(c.BFDTxInterval):
+		return errorf("BFDTxInterval", c.BFDTxInterval, "must be 1ms-60s in whole microseconds")
+	case !bfdInterval(c.BFDRxInterval):
+		return errorf("BFDRxInterval", c.BFDRxInterval, "must be 1ms-60s in whole microseconds")
+	case c.BFDAuth != BFDAuthNone && c.BFDAuthKey == "":
+		return errorf("BFDAuthKey", nil, "is required with NOVAEDGE_BFD_AUTH=%s", c.BFDAuth)
+	case c.BFDAuth == BFDAuthSimple && len(c.BFDAuthKey) > 16:
+		return errorf("BFDAuthKey", c.BFDAuthKey, "must be 1-16 bytes for simple authentication")
+	case c.BFDAuth != BFDAuthNone && len(c.BFDAuthKey) > 20:
+		return errorf("BFDAuthKey", c.BFDAuthKey, "must be 1-20 bytes for SHA1 authentication")
+	case c.BFDEnabled && c.Mode != ModeBGP:
+		return errorf("BFDEnabled", c.BFDEnabled, "BFD runs with BGP peers: set NOVAEDGE_CP_VIP_MODE=bgp")
+	}
+	return nil
+}
+
+func bfdInterval(d time.Duration) bool {
+	return d >= time.Millisecond && d <= time.Minute && d%time.Microsecond == 0
+}
+
+func (c *Config) validateOutput() error {
+	if c.MetricsAddr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return errorf("MetricsAddr", c.MetricsAddr, "want HOST:PORT (like 127.0.0.1:9450), or empty to turn it off")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return errorf("MetricsAddr", c.MetricsAddr, "port must be 1-65535")
+	}
+	return nil
+}
