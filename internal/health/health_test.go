@@ -1,0 +1,304 @@
+package health
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		status  int
+		token   bool
+		healthy bool
+	}{
+		{200, true, true}, {200, false, true},
+		{401, false, true}, {401, true, false},
+		{403, false, false}, {500, false, false}, {500, true, false}, {302, false, false},
+	}
+	for _, tt := range tests {
+		if got, _ := classify(tt.status, tt.token); got != tt.healthy {
+			t.Errorf("classify(%d, token=%v) = %v, want %v", tt.status, tt.token, got, tt.healthy)
+		}
+	}
+}
+
+func TestThresholds(t *testing.T) {
+	tests := []struct {
+		name       string
+		fail, rise int
+		results    string // o = ok, x = failure
+		want       []State
+	}{
+		{"rise 1", 3, 1, "o", []State{Healthy}},
+		{"unknown until fail threshold", 3, 1, "xxx", []State{Unknown, Unknown, Unhealthy}},
+		{"failure run broken", 3, 1, "oxxoxxx", []State{Healthy, Healthy, Healthy, Healthy, Healthy, Healthy, Unhealthy}},
+		{"rise 2", 2, 2, "xxoxoo", []State{Unknown, Unhealthy, Unhealthy, Unhealthy, Unhealthy, Healthy}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			th := thresholds{fail: tt.fail, rise: tt.rise}
+			for i, r := range tt.results {
+				if got, _ := th.observe(r == 'o'); got != tt.want[i] {
+					t.Fatalf("after %q: %v, want %v", tt.results[:i+1], got, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestTokenCacheAndRotation(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	reads := 0
+	content, readErr := "tok-1\n", error(nil)
+	s := newTokenSource("/t", clk.now)
+	s.read = func(string) ([]byte, error) { reads++; return []byte(content), readErr }
+
+	if tok := s.get(); tok.value != "tok-1" || !tok.present || tok.err != nil {
+		t.Fatalf("first read: %+v", tok)
+	}
+	content = "tok-2"
+	clk.t = clk.t.Add(TokenTTL - time.Second)
+	if tok := s.get(); tok.value != "tok-1" || reads != 1 {
+		t.Fatalf("within TTL: %+v after %d reads, want cached tok-1", tok, reads)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if tok := s.get(); tok.value != "tok-2" || reads != 2 {
+		t.Fatalf("after TTL: %+v after %d reads, want rotated tok-2", tok, reads)
+	}
+	// Unreadable: an error, still "present" (only 200 healthy), last good value kept, re-read next time.
+	clk.t = clk.t.Add(TokenTTL)
+	readErr = fs.ErrPermission
+	if tok := s.get(); !tok.present || tok.err == nil || tok.value != "tok-2" {
+		t.Fatalf("unreadable: %+v", tok)
+	}
+	readErr = nil
+	content = "tok-3"
+	if tok := s.get(); tok.value != "tok-3" || tok.err != nil {
+		t.Fatalf("readable again: %+v", tok)
+	}
+	// Absent: cached as absent too.
+	clk.t = clk.t.Add(TokenTTL)
+	readErr = fs.ErrNotExist
+	if tok := s.get(); tok.present || tok.value != "" {
+		t.Fatalf("absent: %+v", tok)
+	}
+	readErr = nil
+	if tok := s.get(); tok.present {
+		t.Fatalf("absent must be cached for the TTL: %+v", tok)
+	}
+	// A clock that jumps back does not pin the cache forever.
+	clk.t = clk.t.Add(-time.Hour)
+	if tok := s.get(); !tok.present {
+		t.Fatalf("after a backward clock jump the file must be read again: %+v", tok)
+	}
+}
+
+// apiserver is a stand-in /livez with a switchable answer.
+type apiserver struct {
+	status atomic.Int32
+	hang   atomic.Bool
+	mu     sync.Mutex
+	auth   []string
+}
+
+func (a *apiserver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.mu.Lock()
+	a.auth = append(a.auth, r.Header.Get("Authorization"))
+	a.mu.Unlock()
+	if a.hang.Load() {
+		<-r.Context().Done()
+		return
+	}
+	w.WriteHeader(int(a.status.Load()))
+}
+
+func newChecker(t *testing.T, url, tokenPath, caFile string) *Checker {
+	t.Helper()
+	c, err := New(Config{URL: url, Interval: 10 * time.Millisecond, Timeout: 200 * time.Millisecond,
+		FailThreshold: 2, RiseThreshold: 1, TokenPath: tokenPath, CAFile: caFile},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCheckAgainstServer(t *testing.T) {
+	api := &apiserver{}
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	tokenPath := filepath.Join(dir, "token")
+	ctx := context.Background()
+
+	noToken := newChecker(t, srv.URL+"/livez", filepath.Join(dir, "absent"), "")
+	for status, want := range map[int32]bool{200: true, 401: true, 500: false, 403: false} {
+		api.status.Store(status)
+		if r := noToken.Check(ctx); r.OK != want || r.Status != int(status) {
+			t.Errorf("no token, status %d: %+v, want ok=%v", status, r, want)
+		}
+	}
+
+	if err := os.WriteFile(tokenPath, []byte("secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withToken := newChecker(t, srv.URL+"/livez", tokenPath, "")
+	api.status.Store(401)
+	if r := withToken.Check(ctx); r.OK {
+		t.Errorf("token, 401: %+v, want failure", r)
+	}
+	api.status.Store(200)
+	if r := withToken.Check(ctx); !r.OK {
+		t.Errorf("token, 200: %+v", r)
+	}
+	api.mu.Lock()
+	last := api.auth[len(api.auth)-1]
+	api.mu.Unlock()
+	if last != "Bearer secret-token" {
+		t.Errorf("Authorization = %q", last)
+	}
+
+	api.hang.Store(true)
+	start := time.Now()
+	if r := withToken.Check(ctx); r.OK || r.Reason != "no answer within 200ms" {
+		t.Errorf("hanging server: %+v", r)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("hanging check took %s", d)
+	}
+	api.hang.Store(false)
+
+	down := httptest.NewTLSServer(api)
+	url := down.URL
+	down.Close()
+	if r := newChecker(t, url+"/livez", tokenPath, "").Check(ctx); r.OK || r.Status != 0 {
+		t.Errorf("refused: %+v", r)
+	}
+}
+
+func TestCAVerification(t *testing.T) {
+	api := &apiserver{}
+	api.status.Store(200)
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(good, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := newChecker(t, srv.URL+"/livez", "/nonexistent", good).Check(context.Background()); !r.OK {
+		t.Errorf("matching CA: %+v", r)
+	}
+	other := httptest.NewUnstartedServer(api) // another certificate: verification must fail
+	other.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	other.StartTLS()
+	t.Cleanup(other.Close)
+	if r := newChecker(t, other.URL+"/livez", "/nonexistent", good).Check(context.Background()); r.OK {
+		t.Errorf("foreign certificate accepted: %+v", r)
+	}
+	bad := filepath.Join(dir, "bad.pem")
+	_ = os.WriteFile(bad, []byte("not pem"), 0o600)
+	if _, err := New(Config{CAFile: bad}, slog.Default(), time.Now); err == nil {
+		t.Error("CA file without certificates accepted")
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func TestRunEmitsTransitions(t *testing.T) {
+	api := &apiserver{}
+	api.status.Store(200)
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	c := newChecker(t, srv.URL+"/livez", "/nonexistent", "")
+	var mu sync.Mutex
+	results := 0
+	c.OnResult = func(Result) { mu.Lock(); results++; mu.Unlock() }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := make(chan Transition)
+	done := make(chan struct{})
+	go func() { c.Run(ctx, out); close(done) }()
+
+	want := func(s State) {
+		t.Helper()
+		select {
+		case tr := <-out:
+			if tr.State != s {
+				t.Fatalf("transition to %v, want %v", tr.State, s)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no transition to %v", s)
+		}
+	}
+	want(Healthy)
+	api.status.Store(500)
+	want(Unhealthy)
+	api.status.Store(200)
+	want(Healthy)
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if results < 4 {
+		t.Errorf("OnResult saw %d results", results)
+	}
+}
+
+func TestUnreadableTokenLogsWithoutToken(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root reads any file: simulate the permission error instead.
+		s := newTokenSource("/t", time.Now)
+		s.read = func(string) ([]byte, error) { return nil, fs.ErrPermission }
+		if tok := s.get(); !tok.present || !errors.Is(tok.err, fs.ErrPermission) {
+			t.Fatalf("%+v", tok)
+		}
+		return
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "token")
+	_ = os.WriteFile(p, []byte("x"), 0)
+	if tok := newTokenSource(p, time.Now).get(); !tok.present || tok.err == nil {
+		t.Fatalf("%+v", tok)
+	}
+}

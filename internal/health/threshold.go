@@ -1,0 +1,50 @@
+package health
+
+// State is the health of the local apiserver as the thresholds see it.
+type State int
+
+// The health states. A checker starts Unknown and leaves it after the first
+// FailThreshold failures or RiseThreshold successes.
+const (
+	Unknown State = iota
+	Healthy
+	Unhealthy
+)
+
+// String returns the state's name.
+func (s State) String() string {
+	switch s {
+	case Healthy:
+		return "healthy"
+	case Unhealthy:
+		return "unhealthy"
+	default:
+		return "unknown"
+	}
+}
+
+// thresholds counts consecutive results and decides the state.
+type thresholds struct {
+	fail, rise     int
+	okRun, failRun int
+	state          State
+}
+
+// observe records one result and returns the state and whether it changed.
+func (t *thresholds) observe(ok bool) (State, bool) {
+	if ok {
+		t.okRun, t.failRun = t.okRun+1, 0
+	} else {
+		t.failRun, t.okRun = t.failRun+1, 0
+	}
+	next := t.state
+	switch {
+	case ok && t.state != Healthy && t.okRun >= t.rise:
+		next = Healthy
+	case !ok && t.state != Unhealthy && t.failRun >= t.fail:
+		next = Unhealthy
+	}
+	changed := next != t.state
+	t.state = next
+	return next, changed
+}
