@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+)
+
+// Addresses is the kernel state a Reconciler corrects: the addresses of one
+// interface. Add must be idempotent (replace); Del of an absent address is no error.
+type Addresses interface {
+	List() ([]netip.Prefix, error)
+	Add(netip.Prefix) error
+	Del(netip.Prefix) error
+}
+
+// Action is what a step did to one VIP.
+type Action string
+
+// The actions a step counts.
+const (
+	Installed Action = "installed" // added because we now hold it
+	Fixed     Action = "fixed"     // re-added or corrected after someone else changed it
+	Removed   Action = "removed"   // removed because we do not hold it (also: left by an earlier run)
+	Failed    Action = "failed"    // a kernel call failed; the next pass retries
+)
+
+// Change is one action on one VIP.
+type Change struct {
+	VIP    netip.Prefix
+	Action Action
+	Err    error // set when Action is Failed
+}
+
+// Counts are the totals of each action since start.
+type Counts map[Action]uint64
+
+// Reconciler corrects the owned VIPs on an interface. It touches no other address.
+type Reconciler struct {
+	addrs  Addresses
+	owned  []netip.Prefix
+	held   map[netip.Addr]bool // installed by us and not released since
+
+	mu     sync.Mutex // guards counts, read by status while Step runs
+	counts Counts
+}
+
+// New returns a Reconciler for the given VIPs on addrs.
+func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
+	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{}}
+}
+
+// Step makes the owned VIPs match desired (a subset of the owned VIPs) and
+// returns what it changed; a converged state issues no mutation.
+func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
+	actual, err := r.addrs.List()
+	if err != nil {
+		return r.count([]Change{{Action: Failed, Err: fmt.Errorf("listing addresses: %w", err)}})
+	}
+	var changes []Change
+	for _, vip := range r.owned {
+		present := matching(actual, vip.Addr())
+		exact := len(present) == 1 && present[0] == vip
+		switch want := desired[vip]; {
+		case want && exact:
+			r.held[vip.Addr()] = true
+		case want:
+			changes = append(changes, r.install(vip, present))
+		case len(present) > 0:
+			changes = append(changes, r.remove(vip, present))
+		default:
+			r.held[vip.Addr()] = false
+		}
+	}
+	return r.count(changes)
+}
+
+// install adds vip, first removing the same address with another prefix length.
+func (r *Reconciler) install(vip netip.Prefix, wrong []netip.Prefix) Change {
+	action := Installed
+	if r.held[vip.Addr()] || len(wrong) > 0 {
+		action = Fixed
+	}
+	for _, p := range wrong {
+		if err := r.addrs.Del(p); err != nil {
+			return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("removing %s before re-adding: %w", p, err)}
+		}
+	}
+	if err := r.addrs.Add(vip); err != nil {
+		return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("adding %s: %w", vip, err)}
+	}
+	r.held[vip.Addr()] = true
+	return Change{VIP: vip, Action: action}
+}
+
+func (r *Reconciler) remove(vip netip.Prefix, present []netip.Prefix) Change {
+	for _, p := range present {
+		if err := r.addrs.Del(p); err != nil {
+			return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("removing %s: %w", p, err)}
+		}
+	}
+	r.held[vip.Addr()] = false
+	return Change{VIP: vip, Action: Removed}
+}
+
+func (r *Reconciler) count(changes []Change) []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range changes {
+		r.counts[c.Action]++
+	}
+	return changes
+}
+
+// Counts returns a copy of the totals.
+func (r *Reconciler) Counts() Counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(Counts, len(r.counts))
+	for k, v := range r.counts {
+		out[k] = v
+	}
+	return out
+}
+
+func matching(actual []netip.Prefix, ip netip.Addr) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range actual {
+		if p.Addr() == ip {
+			out = append(out, p)
+		}
+	}
+	return out
+}
