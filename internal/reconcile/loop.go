@@ -95,10 +95,12 @@ func (l *Loop) apply(desired map[netip.Prefix]bool) []Change {
 // releaseAll removes every owned VIP; one retry if the kernel call failed.
 func (l *Loop) releaseAll() {
 	l.mu.Lock()
-	clear(l.desired)
+	for _, vip := range l.rec.owned {
+		l.desired[vip] = false
+	}
 	l.mu.Unlock()
 	for range 2 {
-		if !hasFailure(l.apply(nil)) {
+		if !hasFailure(l.apply(l.snapshot())) {
 			return
 		}
 	}

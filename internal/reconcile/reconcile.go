@@ -50,8 +50,9 @@ func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
 	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{}}
 }
 
-// Step makes the owned VIPs match desired (a subset of the owned VIPs) and
-// returns what it changed; a converged state issues no mutation.
+// Step makes the owned VIPs match desired and returns what it changed; a
+// converged state issues no mutation. A VIP absent from desired is undecided
+// (say, health not known yet after start) and left as it is.
 func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
 	actual, err := r.addrs.List()
 	if err != nil {
@@ -61,7 +62,9 @@ func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
 	for _, vip := range r.owned {
 		present := matching(actual, vip.Addr())
 		exact := len(present) == 1 && present[0] == vip
-		switch want := desired[vip]; {
+		want, decided := desired[vip]
+		switch {
+		case !decided:
 		case want && exact:
 			r.held[vip.Addr()] = true
 		case want:

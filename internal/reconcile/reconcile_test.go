@@ -70,6 +70,7 @@ func actions(cs []Change) []Action {
 
 func TestStep(t *testing.T) {
 	both := map[netip.Prefix]bool{vip4: true, vip6: true}
+	none := map[netip.Prefix]bool{vip4: false, vip6: false}
 	tests := []struct {
 		name      string
 		actual    []netip.Prefix
@@ -78,12 +79,13 @@ func TestStep(t *testing.T) {
 		mutations []string
 	}{
 		{"converged holding: zero mutations", []netip.Prefix{nodeIP, vip4, vip6}, both, nil, nil},
-		{"converged released: zero mutations", []netip.Prefix{nodeIP}, nil, nil, nil},
+		{"converged released: zero mutations", []netip.Prefix{nodeIP}, none, nil, nil},
+		{"undecided VIP left alone", []netip.Prefix{nodeIP, vip4}, nil, nil, nil},
 		{"install both", []netip.Prefix{nodeIP}, both, []Action{Installed, Installed}, []string{"add 192.0.2.100/32", "add 2001:db8::100/128"}},
-		{"stale VIP from a killed run removed", []netip.Prefix{nodeIP, vip4}, nil, []Action{Removed}, []string{"del 192.0.2.100/32"}},
+		{"stale VIP from a killed run removed", []netip.Prefix{nodeIP, vip4}, none, []Action{Removed}, []string{"del 192.0.2.100/32"}},
 		{"prefix changed by hand is corrected", []netip.Prefix{nodeIP, netip.MustParsePrefix("192.0.2.100/24")},
 			map[netip.Prefix]bool{vip4: true}, []Action{Fixed}, []string{"del 192.0.2.100/24", "add 192.0.2.100/32"}},
-		{"other addresses never touched", []netip.Prefix{nodeIP, netip.MustParsePrefix("192.0.2.101/32")}, nil, nil, nil},
+		{"other addresses never touched", []netip.Prefix{nodeIP, netip.MustParsePrefix("192.0.2.101/32")}, none, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +115,7 @@ func TestInstalledThenFixedThenRemoved(t *testing.T) {
 	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Fixed}) {
 		t.Fatalf("after manual delete: %v", got)
 	}
-	if got := actions(r.Step(nil)); !slices.Equal(got, []Action{Removed}) {
+	if got := actions(r.Step(map[netip.Prefix]bool{vip4: false})); !slices.Equal(got, []Action{Removed}) {
 		t.Fatalf("release: %v", got)
 	}
 	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Installed}) {

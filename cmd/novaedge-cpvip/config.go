@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/novaedge/cpvip/internal/config"
+)
+
+// loadConfig parses flags and loads the configuration; on failure it prints
+// one line naming the variable and returns the exit code.
+func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, []string, int) {
+	fl, code := parseFlags(name, args, stderr)
+	if fl == nil {
+		return nil, nil, code
+	}
+	cfg, warnings, err := config.Load(fl)
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
+		return nil, nil, exitConfig
+	}
+	return cfg, warnings, -1
+}
+
+func checkConfig(args []string, stdout, stderr io.Writer) int {
+	cfg, warnings, code := loadConfig("check-config", args, stderr)
+	if cfg == nil {
+		return code
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	fmt.Fprint(stdout, config.Describe(cfg))
+	fmt.Fprintln(stderr, "configuration is valid")
+	return exitOK
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.Level(cfg.LogLevel)}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,78 @@
+// Command novaedge-cpvip gives a Kubernetes control plane one stable virtual
+// IP for its kube-apiservers, without needing the Kubernetes API.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/novaedge/cpvip/internal/config"
+)
+
+// version is stamped at build time: -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFail   = 1
+	exitConfig = 2
+)
+
+const usage = `novaedge-cpvip: a control-plane VIP manager for Kubernetes.
+
+Usage:
+  novaedge-cpvip [run] [flags]        run the daemon (the default)
+  novaedge-cpvip check-config [flags] validate the configuration and print it
+  novaedge-cpvip version              print the version
+
+Configuration comes from NOVAEDGE_* environment variables, --env-file PATH and
+flags; see docs/configuration.md or "novaedge-cpvip run --help".
+`
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	cmd := "run"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "run":
+		return run(args, stderr)
+	case "check-config":
+		return checkConfig(args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "novaedge-cpvip", version)
+		return exitOK
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "novaedge-cpvip: unknown command %q\n\n%s", cmd, usage)
+		return exitConfig
+	}
+}
+
+// parseFlags parses the config flags of a subcommand; -h prints its help.
+func parseFlags(name string, args []string, stderr io.Writer) (*config.Flags, int) {
+	fs := flag.NewFlagSet("novaedge-cpvip "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fl := config.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, exitOK
+		}
+		return nil, exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "novaedge-cpvip %s: unexpected argument %q\n", name, fs.Arg(0))
+		return nil, exitConfig
+	}
+	return fl, -1
+}

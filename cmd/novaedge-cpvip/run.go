@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/agent"
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/ifaddr"
+	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/reconcile"
+)
+
+// reconcilePeriod is the periodic pass that backs up the netlink events.
+const reconcilePeriod = 5 * time.Second
+
+func run(args []string, stderr io.Writer) int {
+	cfg, warnings, code := loadConfig("run", args, stderr)
+	if cfg == nil {
+		return code
+	}
+	log := newLogger(cfg, stderr)
+	for _, w := range warnings {
+		log.Warn("Configuration warning", "warning", w)
+	}
+	if cfg.Mode != config.ModeL2 {
+		log.Error("BGP mode is not available in this build yet", "mode", cfg.Mode)
+		return exitFail
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	a, err := buildL2(ctx, cfg, log)
+	if err != nil {
+		log.Error("Cannot start", "error", err)
+		return exitFail
+	}
+	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
+	a.Run(ctx)
+	return exitOK
+}
+
+// buildL2 wires health, the elector and the L2 announcer.
+func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
+	checker, err := health.New(health.Config{
+		URL: cfg.APIServerURL(), Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout,
+		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
+		TokenPath: cfg.SATokenPath, CAFile: cfg.CAFile,
+	}, log.With("component", "health"), time.Now)
+	if err != nil {
+		return nil, fmt.Errorf("NOVAEDGE_CP_VIP_CA_FILE: %w", err)
+	}
+	ifname := cfg.Interface
+	if ifname == "" {
+		if ifname, err = l2.DetectInterface(cfg.VIPAddress); err != nil {
+			return nil, err
+		}
+		log.Info("Detected interface", "interface", ifname)
+	}
+	events := make(chan reconcile.Event, 8)
+	go ifaddr.Watch(ctx, ifname, events, log.With("component", "netlink"))
+	rec := reconcile.New(ifaddr.Link{Name: ifname}, cfg.VIPAddress)
+	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
+		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
+	return &agent.Agent{
+		Health:    checker,
+		Elector:   agent.NewHealthElector(cfg.VIPAddress, log),
+		Announcer: ann,
+		Log:       log,
+	}, nil
+}
+

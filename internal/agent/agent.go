@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+// HealthChecker reports health transitions until its context ends.
+type HealthChecker interface {
+	Run(ctx context.Context, out chan<- health.Transition)
+}
+
+// Elector decides whether this node holds each VIP.
+type Elector interface {
+	// SetCandidate says whether the local apiserver is healthy.
+	SetCandidate(healthy bool)
+	// Run decides until ctx ends, calling decide on every change. When it
+	// returns, this node has resigned (VRRP: priority 0 sent).
+	Run(ctx context.Context, decide func(vip netip.Prefix, hold bool))
+}
+
+// Announcer makes hold decisions true in the kernel and on the wire.
+type Announcer interface {
+	Hold(vip netip.Prefix)
+	Release(vip netip.Prefix)
+	// Run keeps the decisions true until ctx ends and returns once every VIP is released.
+	Run(ctx context.Context)
+}
+
+// Agent is the daemon's main loop.
+type Agent struct {
+	Health    HealthChecker
+	Elector   Elector
+	Announcer Announcer
+	Log       *slog.Logger
+}
+
+// Run runs until ctx ends, then resigns, releases everything and returns.
+func (a *Agent) Run(ctx context.Context) {
+	healthCtx, stopHealth := context.WithCancel(context.Background())
+	electCtx, stopElect := context.WithCancel(context.Background())
+	annCtx, stopAnn := context.WithCancel(context.Background())
+	defer stopHealth()
+	defer stopElect()
+	defer stopAnn()
+
+	transitions := make(chan health.Transition)
+	go a.Health.Run(healthCtx, transitions)
+	annDone := make(chan struct{})
+	go func() { a.Announcer.Run(annCtx); close(annDone) }()
+	electDone := make(chan struct{})
+	go func() {
+		a.Elector.Run(electCtx, func(vip netip.Prefix, hold bool) {
+			if hold {
+				a.Announcer.Hold(vip)
+			} else {
+				a.Announcer.Release(vip)
+			}
+		})
+		close(electDone)
+	}()
+
+	for {
+		select {
+		case tr := <-transitions:
+			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
+			a.Elector.SetCandidate(tr.State == health.Healthy)
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	a.Log.Info("Shutting down: releasing everything this node holds")
+	stopHealth()
+	stopElect()
+	<-electDone
+	stopAnn()
+	<-annDone
+	a.Log.Info("Shutdown complete")
+}

@@ -1,0 +1,101 @@
+package ifaddr
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// labelSuffix marks our IPv4 addresses in `ip addr` (eth0:cpvip).
+const labelSuffix = ":cpvip"
+
+// Link is the addresses of the interface called Name. It looks the interface
+// up by name on every call, so it follows an interface that is deleted and
+// created again.
+type Link struct {
+	Name string
+}
+
+// List returns every address on the interface.
+func (l Link) List() ([]netip.Prefix, error) {
+	link, err := netlink.LinkByName(l.Name)
+	if err != nil {
+		return nil, fmt.Errorf("finding interface %s: %w", l.Name, err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, fmt.Errorf("listing addresses of %s: %w", l.Name, err)
+	}
+	out := make([]netip.Prefix, 0, len(addrs))
+	for _, a := range addrs {
+		if p, ok := Prefix(a.IPNet); ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Add binds p idempotently: IPv4 with our label, IPv6 with IFA_F_NODAD so it
+// is usable at once instead of tentative.
+func (l Link) Add(p netip.Prefix) error {
+	link, err := netlink.LinkByName(l.Name)
+	if err != nil {
+		return fmt.Errorf("finding interface %s: %w", l.Name, err)
+	}
+	a := &netlink.Addr{IPNet: toIPNet(p)}
+	if p.Addr().Is4() {
+		a.Label = Label(l.Name)
+	} else {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	if err := netlink.AddrReplace(link, a); err != nil {
+		return fmt.Errorf("adding %s to %s: %w", p, l.Name, err)
+	}
+	return nil
+}
+
+// Del removes p; an address that is already gone is no error.
+func (l Link) Del(p netip.Prefix) error {
+	link, err := netlink.LinkByName(l.Name)
+	if err != nil {
+		return fmt.Errorf("finding interface %s: %w", l.Name, err)
+	}
+	if err := netlink.AddrDel(link, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+		return fmt.Errorf("removing %s from %s: %w", p, l.Name, err)
+	}
+	return nil
+}
+
+// Label returns the IPv4 address label for an interface, or "" when the
+// name leaves no room (labels are at most 15 bytes and start with the name).
+func Label(ifname string) string {
+	if len(ifname)+len(labelSuffix) > unix.IFNAMSIZ-1 {
+		return ""
+	}
+	return ifname + labelSuffix
+}
+
+func toIPNet(p netip.Prefix) *net.IPNet {
+	bits := 32
+	if p.Addr().Is6() {
+		bits = 128
+	}
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), bits)}
+}
+
+// Prefix converts a netlink address to a netip.Prefix (IPv4 unmapped).
+func Prefix(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	ip, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(ip.Unmap(), ones), true
+}

@@ -1,0 +1,136 @@
+package l2
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/reconcile"
+)
+
+// RepeatGap is the pause between two announcements of one takeover: longer
+// than Linux's ARP locktime (1 s), so a neighbour that just learnt another
+// MAC takes ours.
+const RepeatGap = 1100 * time.Millisecond
+
+// retryGap is the pause before retrying an announcement that failed (for
+// example while the link-local address is still tentative after link up).
+const retryGap = 200 * time.Millisecond
+
+// Options configure the announcements.
+type Options struct {
+	Interface string
+	Repeat    int           // announcements per takeover (GARP_REPEAT)
+	Refresh   time.Duration // periodic re-announcement while holding; 0 = off
+	Period    time.Duration // periodic reconcile pass
+}
+
+// Announcer binds and announces held VIPs on an L2 segment. Hold and Release
+// may be called from any goroutine; everything else runs in Run's goroutine.
+type Announcer struct {
+	opts   Options
+	loop   *reconcile.Loop
+	send   func(ifname string, vip netip.Addr) error
+	log    *slog.Logger
+	ctx    context.Context
+	bursts map[netip.Addr]context.CancelFunc
+
+	// Sent and SendFailed count single announcements.
+	Sent, SendFailed atomic.Uint64
+}
+
+// NewAnnouncer returns an Announcer that binds through rec, woken by the
+// kernel's events, and sends with send (Send in production).
+func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconcile.Event,
+	send func(string, netip.Addr) error, log *slog.Logger) *Announcer {
+	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, LinkUp: a.linkUp})
+	return a
+}
+
+// Hold makes this node hold vip.
+func (a *Announcer) Hold(vip netip.Prefix) { a.loop.Set(vip, true) }
+
+// Release makes this node give vip up.
+func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
+
+// Run runs the reconcile loop until ctx ends; it returns once every VIP is released.
+func (a *Announcer) Run(ctx context.Context) {
+	a.ctx = ctx
+	a.loop.Run(ctx)
+}
+
+func (a *Announcer) changed(c reconcile.Change) {
+	reconcile.LogChange(a.log, "l2", c)
+	switch c.Action {
+	case reconcile.Installed, reconcile.Fixed:
+		a.startBurst(c.VIP.Addr())
+	case reconcile.Removed:
+		a.stopBurst(c.VIP.Addr())
+	}
+}
+
+func (a *Announcer) linkUp(held []netip.Prefix) {
+	for _, vip := range held {
+		a.log.Info("Link is up, announcing VIP again", "address", vip, "interface", a.opts.Interface)
+		a.startBurst(vip.Addr())
+	}
+}
+
+func (a *Announcer) startBurst(vip netip.Addr) {
+	a.stopBurst(vip)
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.bursts[vip] = cancel
+	go a.burst(ctx, vip)
+}
+
+func (a *Announcer) stopBurst(vip netip.Addr) {
+	if cancel, ok := a.bursts[vip]; ok {
+		cancel()
+		delete(a.bursts, vip)
+	}
+}
+
+// burst announces at once, then Repeat-1 more times RepeatGap apart, then
+// every Refresh if set, until ctx ends. A failed announcement is retried a
+// few times retryGap apart before it counts as sent-and-failed.
+func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for sent := 0; ; sent++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.announce(ctx, vip)
+		switch {
+		case sent+1 < a.opts.Repeat:
+			t.Reset(RepeatGap)
+		case a.opts.Refresh > 0:
+			t.Reset(a.opts.Refresh)
+		default:
+			return
+		}
+	}
+}
+
+func (a *Announcer) announce(ctx context.Context, vip netip.Addr) {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = a.send(a.opts.Interface, vip); err == nil {
+			a.Sent.Add(1)
+			a.log.Debug("Announced VIP", "address", vip, "interface", a.opts.Interface)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryGap):
+		}
+	}
+	a.SendFailed.Add(1)
+	a.log.Warn("Announcing VIP failed", "address", vip, "interface", a.opts.Interface, "error", err)
+}

@@ -1,0 +1,17 @@
+package reconcile
+
+import "log/slog"
+
+// LogChange logs one change with the messages operators grep for.
+func LogChange(log *slog.Logger, mode string, c Change) {
+	switch c.Action {
+	case Installed:
+		log.Info("Control-plane VIP bound", "address", c.VIP, "mode", mode)
+	case Fixed:
+		log.Warn("Control-plane VIP restored after an outside change", "address", c.VIP, "mode", mode)
+	case Removed:
+		log.Info("Control-plane VIP released", "address", c.VIP, "mode", mode)
+	case Failed:
+		log.Error("Reconciling the VIP failed, will retry", "address", c.VIP, "mode", mode, "error", c.Err)
+	}
+}
