@@ -74,4 +74,3 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.
 		Log:       log,
 	}, nil
 }
-

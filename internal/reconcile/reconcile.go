@@ -37,9 +37,9 @@ type Counts map[Action]uint64
 
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
 type Reconciler struct {
-	addrs  Addresses
-	owned  []netip.Prefix
-	held   map[netip.Addr]bool // installed by us and not released since
+	addrs Addresses
+	owned []netip.Prefix
+	held  map[netip.Addr]bool // installed by us and not released since
 
 	mu     sync.Mutex // guards counts, read by status while Step runs
 	counts Counts
