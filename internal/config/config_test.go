@@ -226,3 +226,16 @@ func merge(a, b map[string]string) map[string]string {
 	}
 	return out
 }
+
+func TestLoadLeavesEnvironmentAsItWas(t *testing.T) {
+	_, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32"}, "--vrid", "9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := os.LookupEnv("NOVAEDGE_CP_VIP_VRID"); ok {
+		t.Errorf("NOVAEDGE_CP_VIP_VRID=%q left in the environment by a flag", v)
+	}
+	if c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_METRICS_ADDR": ""}); err != nil || c.MetricsAddr != "" {
+		t.Errorf("empty metrics address must turn the endpoints off: %q, %v", c.MetricsAddr, err)
+	}
+}

@@ -46,14 +46,16 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 }
 
 // Load builds the configuration. Precedence, lowest first: defaults, the env
-// file, the process environment, flags. The effective values are exported into
-// the process environment and decoded by envconfig, then validated. It returns
-// warnings (unknown variables in the environment) and an *Error naming the
-// variable for any invalid value.
+// file, the process environment, flags. The effective values are put into the
+// process environment for envconfig to decode, then the environment is
+// restored as it was; the result is validated. It returns warnings (unknown
+// variables in the environment) and an *Error naming the variable for any
+// invalid value.
 func Load(fl *Flags) (*Config, []string, error) {
 	if fl == nil {
 		fl = &Flags{}
 	}
+	defer restoreEnv(saveEnv())
 	var warnings []string
 	if fl.EnvFile != "" {
 		if err := loadEnvFile(fl.EnvFile); err != nil {
@@ -112,6 +114,29 @@ func loadEnvFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// saveEnv records our variables as the environment has them now.
+func saveEnv() map[string]*string {
+	saved := map[string]*string{}
+	for _, f := range Fields() {
+		if v, ok := os.LookupEnv(f.Env); ok {
+			saved[f.Env] = &v
+		} else {
+			saved[f.Env] = nil
+		}
+	}
+	return saved
+}
+
+func restoreEnv(saved map[string]*string) {
+	for k, v := range saved {
+		if v == nil {
+			os.Unsetenv(k)
+		} else {
+			os.Setenv(k, *v)
+		}
+	}
 }
 
 func isOwnName(k string) bool {

@@ -25,6 +25,7 @@ type Options struct {
 	Repeat    int           // announcements per takeover (GARP_REPEAT)
 	Refresh   time.Duration // periodic re-announcement while holding; 0 = off
 	Period    time.Duration // periodic reconcile pass
+	Gap       time.Duration // between the announcements of one takeover; 0 = RepeatGap
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
@@ -45,6 +46,9 @@ type Announcer struct {
 // kernel's events, and sends with send (Send in production).
 func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconcile.Event,
 	send func(string, netip.Addr) error, log *slog.Logger) *Announcer {
+	if opts.Gap == 0 {
+		opts.Gap = RepeatGap
+	}
 	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
 	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, LinkUp: a.linkUp})
 	return a
@@ -93,7 +97,7 @@ func (a *Announcer) stopBurst(vip netip.Addr) {
 	}
 }
 
-// burst announces at once, then Repeat-1 more times RepeatGap apart, then
+// burst announces at once, then Repeat-1 more times Gap apart, then
 // every Refresh if set, until ctx ends. A failed announcement is retried a
 // few times retryGap apart before it counts as sent-and-failed.
 func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
@@ -108,7 +112,7 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		a.announce(ctx, vip)
 		switch {
 		case sent+1 < a.opts.Repeat:
-			t.Reset(RepeatGap)
+			t.Reset(a.opts.Gap)
 		case a.opts.Refresh > 0:
 			t.Reset(a.opts.Refresh)
 		default:

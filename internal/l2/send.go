@@ -32,11 +32,11 @@ func gratuitousARP(ifi *net.Interface, vip netip.Addr) error {
 		return fmt.Errorf("opening ARP socket on %s: %w", ifi.Name, err)
 	}
 	defer c.Close()
-	for _, op := range []arp.Operation{arp.OperationRequest, arp.OperationReply} {
-		p, err := arp.NewPacket(op, ifi.HardwareAddr, vip, ethernet.Broadcast, vip)
-		if err != nil {
-			return fmt.Errorf("building gratuitous ARP for %s: %w", vip, err)
-		}
+	pkts, err := GratuitousARP(ifi.HardwareAddr, vip)
+	if err != nil {
+		return err
+	}
+	for _, p := range pkts {
 		if err := c.WriteTo(p, ethernet.Broadcast); err != nil {
 			return fmt.Errorf("sending gratuitous ARP for %s on %s: %w", vip, ifi.Name, err)
 		}
@@ -56,13 +56,33 @@ func unsolicitedNA(ifi *net.Interface, vip netip.Addr) error {
 		return fmt.Errorf("opening NDP socket on %s: %w", ifi.Name, err)
 	}
 	defer c.Close()
-	na := &ndp.NeighborAdvertisement{
-		Override:      true,
-		TargetAddress: vip,
-		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: ifi.HardwareAddr}},
-	}
-	if err := c.WriteTo(na, nil, netip.IPv6LinkLocalAllNodes()); err != nil {
+	if err := c.WriteTo(UnsolicitedNA(ifi.HardwareAddr, vip), nil, netip.IPv6LinkLocalAllNodes()); err != nil {
 		return fmt.Errorf("sending unsolicited NA for %s on %s: %w", vip, ifi.Name, err)
 	}
 	return nil
+}
+
+// GratuitousARP returns the announcement of vip as MetalLB sends it: an ARP
+// request and an ARP reply, sender and target protocol address both the VIP,
+// target hardware address broadcast.
+func GratuitousARP(mac net.HardwareAddr, vip netip.Addr) ([]*arp.Packet, error) {
+	var out []*arp.Packet
+	for _, op := range []arp.Operation{arp.OperationRequest, arp.OperationReply} {
+		p, err := arp.NewPacket(op, mac, vip, ethernet.Broadcast, vip)
+		if err != nil {
+			return nil, fmt.Errorf("building gratuitous ARP for %s: %w", vip, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// UnsolicitedNA returns the announcement of an IPv6 vip (RFC 4861 section
+// 7.2.6): Override set, Solicited clear, our MAC as target link-layer address.
+func UnsolicitedNA(mac net.HardwareAddr, vip netip.Addr) *ndp.NeighborAdvertisement {
+	return &ndp.NeighborAdvertisement{
+		Override:      true,
+		TargetAddress: vip,
+		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: mac}},
+	}
 }

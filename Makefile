@@ -1,0 +1,46 @@
+# novaedge-cpvip. `sudo make demo` and `sudo make test` do all set-up on a fresh Debian 12.
+SHELL   := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+BIN     := bin/novaedge-cpvip
+PKGS_UNIT := ./internal/... ./cmd/...
+FUZZTIME ?= 10s
+
+.PHONY: all build deps lint unit e2e test fuzz demo clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/novaedge-cpvip
+
+deps:
+	@test/tools/deps.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 $(PKGS_UNIT)
+
+# End-to-end tests in network namespaces with the real binary (root).
+e2e: deps
+	$(GO) test -count=1 -timeout 20m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go' ; exit $${PIPESTATUS[0]}
+
+# Every fuzz target for FUZZTIME each.
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS_UNIT)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+test: deps lint unit e2e
+
+demo: deps build
+	$(GO) run ./test/demo -bin $(BIN)
+
+clean:
+	rm -rf bin dist e2e.log

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestDispatch(t *testing.T) {
+	t.Setenv("NOVAEDGE_CP_VIP_ADDRESS", "")
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"version"}, 0, "novaedge-cpvip dev", ""},
+		{[]string{"bogus"}, 2, "", `unknown command "bogus"`},
+		{[]string{"check-config", "--vip-address", "192.0.2.100/32", "--vrid", "300"}, 2, "", "invalid NOVAEDGE_CP_VIP_VRID (--vrid)=\"300\": must be 1-255"},
+		{[]string{"check-config", "--vip-address", "192.0.2.100/32", "--bgp-password", "s3cret"}, 0, "NOVAEDGE_BGP_PASSWORD=<redacted>", "configuration is valid"},
+		{[]string{"check-config", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"--vrid", "0"}, 2, "", "NOVAEDGE_CP_VIP_ADDRESS"}, // run is the default command
+		{[]string{"check-config", "-h"}, 0, "", "-vip-address"},
+	}
+	for _, tt := range tests {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(tt.args, &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stdout.String(), tt.stdout) || !strings.Contains(stderr.String(), tt.stderr) {
+			t.Errorf("%q: code %d, stdout %q, stderr %q", tt.args, code, stdout.String(), stderr.String())
+		}
+		if strings.Contains(stdout.String()+stderr.String(), "s3cret") {
+			t.Errorf("%q printed a secret", tt.args)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+var (
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	vip4  = netip.MustParsePrefix("192.0.2.100/32")
+	vip6  = netip.MustParsePrefix("2001:db8::100/128")
+)
+
+type scriptedHealth struct{ in chan health.State }
+
+func (h scriptedHealth) Run(ctx context.Context, out chan<- health.Transition) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s := <-h.in:
+			out <- health.Transition{State: s}
+		}
+	}
+}
+
+// journal records what happened, in order, across the fakes.
+type journal struct {
+	mu     sync.Mutex
+	events []string
+	seen   chan struct{}
+}
+
+func (j *journal) add(e string) {
+	j.mu.Lock()
+	j.events = append(j.events, e)
+	j.mu.Unlock()
+	select {
+	case j.seen <- struct{}{}:
+	default:
+	}
+}
+
+func (j *journal) waitFor(t *testing.T, want ...string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		j.mu.Lock()
+		got := slices.Clone(j.events)
+		j.mu.Unlock()
+		if len(got) >= len(want) && slices.Equal(got[len(got)-len(want):], want) {
+			return
+		}
+		select {
+		case <-j.seen:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("events %q, want them to end with %q", got, want)
+		}
+	}
+}
+
+type fakeAnnouncer struct{ j *journal }
+
+func (f fakeAnnouncer) Hold(v netip.Prefix)    { f.j.add("hold " + v.String()) }
+func (f fakeAnnouncer) Release(v netip.Prefix) { f.j.add("release " + v.String()) }
+func (f fakeAnnouncer) Run(ctx context.Context) {
+	<-ctx.Done()
+	f.j.add("announcer released all")
+}
+
+// resigningElector wraps the health elector and records its resignation.
+type resigningElector struct {
+	*HealthElector
+	j *journal
+}
+
+func (e resigningElector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
+	e.HealthElector.Run(ctx, decide)
+	e.j.add("elector resigned")
+}
+
+func TestAgentFollowsHealthAndShutsDownInOrder(t *testing.T) {
+	j := &journal{seen: make(chan struct{}, 1)}
+	h := scriptedHealth{in: make(chan health.State)}
+	a := &Agent{
+		Health:    h,
+		Elector:   resigningElector{NewHealthElector([]netip.Prefix{vip4, vip6}, quiet), j},
+		Announcer: fakeAnnouncer{j},
+		Log:       quiet,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+
+	h.in <- health.Healthy
+	j.waitFor(t, "hold 192.0.2.100/32", "hold 2001:db8::100/128")
+	h.in <- health.Unhealthy
+	j.waitFor(t, "release 192.0.2.100/32", "release 2001:db8::100/128")
+	cancel()
+	<-done
+	j.waitFor(t, "elector resigned", "announcer released all")
+}
+
+func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
+	e := NewHealthElector([]netip.Prefix{vip4}, quiet)
+	e.SetCandidate(true)
+	e.SetCandidate(false) // replaces the value not yet taken
+	var got []bool
+	ctx, cancel := context.WithCancel(context.Background())
+	go e.Run(ctx, func(_ netip.Prefix, hold bool) { got = append(got, hold); cancel() })
+	<-ctx.Done()
+	if !slices.Equal(got, []bool{false}) {
+		t.Errorf("decisions %v, want only the latest (false)", got)
+	}
+}

@@ -1,0 +1,128 @@
+package l2
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/reconcile"
+)
+
+type memAddrs struct {
+	mu    sync.Mutex
+	addrs []netip.Prefix
+}
+
+func (m *memAddrs) List() ([]netip.Prefix, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.addrs), nil
+}
+
+func (m *memAddrs) Add(p netip.Prefix) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !slices.Contains(m.addrs, p) {
+		m.addrs = append(m.addrs, p)
+	}
+	return nil
+}
+
+func (m *memAddrs) Del(p netip.Prefix) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.addrs = slices.DeleteFunc(m.addrs, func(q netip.Prefix) bool { return q == p })
+	return nil
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	sent []netip.Addr
+	ch   chan netip.Addr
+}
+
+func (r *recorder) send(_ string, vip netip.Addr) error {
+	r.mu.Lock()
+	r.sent = append(r.sent, vip)
+	r.mu.Unlock()
+	r.ch <- vip
+	return nil
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sent)
+}
+
+func newTestAnnouncer(t *testing.T, opts Options) (*Announcer, *recorder, chan reconcile.Event, *memAddrs) {
+	t.Helper()
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	addrs := &memAddrs{}
+	rec := &recorder{ch: make(chan netip.Addr, 100)}
+	events := make(chan reconcile.Event, 4)
+	opts.Period, opts.Interface = time.Hour, "eth0"
+	a := NewAnnouncer(opts, reconcile.New(addrs, []netip.Prefix{vip}), events, rec.send,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return a, rec, events, addrs
+}
+
+func expectSends(t *testing.T, r *recorder, n int) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-r.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("announcement %d of %d never sent", i+1, n)
+		}
+	}
+}
+
+func TestBurstRepeatsThenStops(t *testing.T) {
+	a, rec, _, addrs := newTestAnnouncer(t, Options{Repeat: 3, Gap: time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	a.Hold(vip)
+	expectSends(t, rec, 3)
+	time.Sleep(50 * time.Millisecond)
+	if n := rec.count(); n != 3 {
+		t.Errorf("%d announcements, want exactly GARP_REPEAT=3", n)
+	}
+	if got, _ := addrs.List(); !slices.Equal(got, []netip.Prefix{vip}) {
+		t.Errorf("addresses %v", got)
+	}
+	cancel()
+	<-done
+	if got, _ := addrs.List(); len(got) != 0 {
+		t.Errorf("after Run returned: %v", got)
+	}
+	if a.Sent.Load() != 3 {
+		t.Errorf("Sent = %d", a.Sent.Load())
+	}
+}
+
+func TestLinkUpAndRefreshAnnounceAgain(t *testing.T) {
+	a, rec, events, _ := newTestAnnouncer(t, Options{Repeat: 1, Refresh: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	a.Hold(vip)
+	expectSends(t, rec, 3) // first, then refreshes
+	events <- reconcile.LinkUp
+	expectSends(t, rec, 1)
+	a.Release(vip)
+	time.Sleep(50 * time.Millisecond) // let the release land
+	before := rec.count()
+	time.Sleep(100 * time.Millisecond)
+	if after := rec.count(); after != before {
+		t.Errorf("announcements went on after release: %d -> %d", before, after)
+	}
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the tests and the demo need on a fresh Debian 12 machine, when
+# it is missing: apt-get update once, then apt-get install -y. Needs root.
+set -euo pipefail
+
+# command -> Debian package
+declare -A want=(
+  [ip]=iproute2
+  [tcpdump]=tcpdump
+  [tshark]=tshark
+  [ping]=iputils-ping
+)
+
+missing=()
+for cmd in "${!want[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${want[$cmd]}")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing ${missing[*]}; run as root (sudo make test) to install them" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
