@@ -99,11 +99,15 @@ func (l *Lab) AddHost(name string, v4, v6 netip.Prefix, dad bool) (*Host, error)
 	return h, err
 }
 
-// Exec runs a command in the host's namespace and returns its combined output.
+// Exec runs a command in the host's namespace and returns its standard
+// output; standard error goes into the error when it fails.
 func (h *Host) Exec(args ...string) (string, error) {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...).CombinedOutput()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), h.Name, err, out)
+		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), h.Name, err, stderr.String())
 	}
 	return string(out), nil
 }
