@@ -1,0 +1,168 @@
+package vrrp
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// State is a VRRP state of RFC 5798 section 6.4.
+type State int
+
+// The states. Initialize also stands for "not a candidate": the local
+// apiserver is unhealthy, so this node takes no part in the election.
+const (
+	Initialize State = iota
+	Backup
+	Master
+)
+
+// String returns the state's name.
+func (s State) String() string {
+	switch s {
+	case Backup:
+		return "backup"
+	case Master:
+		return "master"
+	default:
+		return "initialize"
+	}
+}
+
+// Params are an instance's protocol parameters.
+type Params struct {
+	VRID     uint8
+	Priority uint8         // 1-254
+	Interval time.Duration // Advertisement_Interval
+	Preempt  bool
+	Primary  netip.Addr // our primary address: the tie-breaker
+}
+
+// Action is what the machine asks its driver to do. Send is set to send an
+// advertisement with Priority; To is set on a state change, with Reason.
+type Action struct {
+	Send     bool
+	Priority uint8
+	To       State
+	Changed  bool
+	Reason   string
+}
+
+// Machine is the VRRP state machine. It reads no clock: every event carries
+// the time, and Deadline says when Timeout must be called next.
+type Machine struct {
+	p              Params
+	state          State
+	masterAdverInt time.Duration
+	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
+	master         netip.Addr
+}
+
+// NewMachine returns a machine in Initialize.
+func NewMachine(p Params) *Machine {
+	return &Machine{p: p, masterAdverInt: p.Interval}
+}
+
+// State returns the current state.
+func (m *Machine) State() State { return m.state }
+
+// Master returns the address of the last master heard (or ourselves as master).
+func (m *Machine) Master() netip.Addr { return m.master }
+
+// Deadline returns when Timeout is due; the zero time means no timer runs.
+func (m *Machine) Deadline() time.Time { return m.deadline }
+
+// MasterDownInterval is 3 x Master_Adver_Interval + Skew_Time (RFC 5798 section 6.1).
+func (m *Machine) MasterDownInterval() time.Duration {
+	return 3*m.masterAdverInt + m.skew()
+}
+
+// skew is ((256 - Priority) x Master_Adver_Interval) / 256.
+func (m *Machine) skew() time.Duration {
+	return time.Duration(256-int(m.p.Priority)) * m.masterAdverInt / 256
+}
+
+// SetCandidate starts the machine (Initialize -> Backup, section 6.4.1) when
+// the node becomes a candidate, and resigns (Master: priority 0) or leaves
+// the election when it stops being one.
+func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
+	switch {
+	case ok && m.state == Initialize:
+		m.masterAdverInt = m.p.Interval
+		return m.toBackup(now, "candidate: waiting for a master")
+	case !ok && m.state != Initialize:
+		return m.Shutdown(now, "no longer a candidate")
+	}
+	return nil
+}
+
+// Shutdown leaves the election: a master sends priority 0 so a backup takes
+// over after its skew time (section 6.4.3), then both go to Initialize.
+func (m *Machine) Shutdown(_ time.Time, reason string) []Action {
+	var acts []Action
+	if m.state == Master {
+		acts = append(acts, Action{Send: true, Priority: 0})
+	}
+	if m.state != Initialize {
+		acts = append(acts, Action{To: Initialize, Changed: true, Reason: reason})
+	}
+	m.state, m.deadline = Initialize, time.Time{}
+	return acts
+}
+
+// Timeout handles the timer at now: a backup whose Master_Down_Timer fired
+// becomes master; a master sends its periodic advertisement.
+func (m *Machine) Timeout(now time.Time) []Action {
+	if m.deadline.IsZero() || now.Before(m.deadline) {
+		return nil
+	}
+	switch m.state {
+	case Backup:
+		m.state, m.master = Master, m.p.Primary
+		m.deadline = now.Add(m.p.Interval)
+		return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: "no advertisement within the master down interval"}}
+	case Master:
+		m.deadline = now.Add(m.p.Interval)
+		return []Action{{Send: true, Priority: m.p.Priority}}
+	}
+	return nil
+}
+
+// Receive handles a valid advertisement for our VRID from src (sections 6.4.2, 6.4.3).
+func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Action {
+	switch m.state {
+	case Backup:
+		switch {
+		case a.Priority == 0:
+			m.deadline = now.Add(m.skew())
+		case !m.p.Preempt || a.Priority >= m.p.Priority:
+			m.master = src
+			m.masterAdverInt = a.IntervalDuration()
+			m.deadline = now.Add(m.MasterDownInterval())
+		}
+		// Preempt and a lower priority: discard, the timer runs out and we take over.
+	case Master:
+		switch {
+		case a.Priority == 0:
+			m.deadline = now.Add(m.p.Interval)
+			return []Action{{Send: true, Priority: m.p.Priority}}
+		case a.Priority > m.p.Priority || (a.Priority == m.p.Priority && src.Compare(m.p.Primary) > 0):
+			m.masterAdverInt = a.IntervalDuration()
+			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
+			return m.toBackupFrom(src, now, reason)
+		}
+	}
+	return nil
+}
+
+func (m *Machine) toBackup(now time.Time, reason string) []Action {
+	m.state, m.master = Backup, netip.Addr{}
+	m.deadline = now.Add(m.MasterDownInterval())
+	return []Action{{To: Backup, Changed: true, Reason: reason}}
+}
+
+func (m *Machine) toBackupFrom(src netip.Addr, now time.Time, reason string) []Action {
+	acts := m.toBackup(now, reason)
+	m.master = src
+	return acts
+}

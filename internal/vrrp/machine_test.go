@@ -1,0 +1,218 @@
+package vrrp
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_000_000, 0)
+
+func params(prio uint8, primary string) Params {
+	return Params{VRID: 51, Priority: prio, Interval: time.Second, Primary: netip.MustParseAddr(primary)}
+}
+
+func adv(prio uint8, cs uint16) Advertisement {
+	return Advertisement{VRID: 51, Priority: prio, Interval: cs, Addresses: []netip.Addr{vip4}}
+}
+
+func TestTimersFollowTheRFC(t *testing.T) {
+	m := NewMachine(params(100, "192.0.2.11"))
+	acts := m.SetCandidate(true, t0)
+	if m.State() != Backup || len(acts) != 1 || acts[0].To != Backup {
+		t.Fatalf("candidate: %v %+v", m.State(), acts)
+	}
+	// Master_Down_Interval = 3 x 1 s + (256-100)/256 s.
+	want := 3*time.Second + 156*time.Second/256
+	if m.MasterDownInterval() != want || m.Deadline() != t0.Add(want) {
+		t.Fatalf("master down interval %s, deadline %s, want %s", m.MasterDownInterval(), m.Deadline().Sub(t0), want)
+	}
+	if acts := m.Timeout(t0.Add(want - time.Nanosecond)); acts != nil {
+		t.Fatalf("timer fired early: %+v", acts)
+	}
+	acts = m.Timeout(t0.Add(want))
+	if m.State() != Master || len(acts) != 2 || !acts[0].Send || acts[0].Priority != 100 || acts[1].To != Master {
+		t.Fatalf("after master down interval: %v %+v", m.State(), acts)
+	}
+	if m.Deadline() != t0.Add(want+time.Second) {
+		t.Fatalf("adver timer %s", m.Deadline().Sub(t0))
+	}
+	if acts := m.Timeout(m.Deadline()); len(acts) != 1 || !acts[0].Send {
+		t.Fatalf("periodic advertisement: %+v", acts)
+	}
+}
+
+func TestMasterYields(t *testing.T) {
+	tests := []struct {
+		name   string
+		prio   uint8
+		src    string
+		yields bool
+	}{
+		{"higher priority", 150, "192.0.2.1", true},
+		{"equal priority, higher address", 100, "192.0.2.12", true},
+		{"equal priority, lower address", 100, "192.0.2.10", false},
+		{"lower priority", 50, "192.0.2.200", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := masterAt(t, params(100, "192.0.2.11"))
+			now := m.Deadline()
+			acts := m.Receive(adv(tt.prio, 10), netip.MustParseAddr(tt.src), now)
+			if got := m.State() == Backup; got != tt.yields {
+				t.Fatalf("state %v after %s: %+v", m.State(), tt.name, acts)
+			}
+			if tt.yields {
+				// The backup learnt the master's 100 ms interval: 300 ms + skew.
+				if want := 300*time.Millisecond + 156*100*time.Millisecond/256; m.Deadline() != now.Add(want) {
+					t.Errorf("master down timer %s, want %s", m.Deadline().Sub(now), want)
+				}
+				if m.Master().String() != tt.src {
+					t.Errorf("master %s", m.Master())
+				}
+			}
+		})
+	}
+}
+
+func masterAt(t *testing.T, p Params) *Machine {
+	t.Helper()
+	m := NewMachine(p)
+	m.SetCandidate(true, t0)
+	m.Timeout(m.Deadline())
+	if m.State() != Master {
+		t.Fatal("not master")
+	}
+	return m
+}
+
+func TestPriorityZero(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.11"))
+	now := m.Deadline().Add(-500 * time.Millisecond)
+	if acts := m.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), now); len(acts) != 1 || !acts[0].Send || m.Deadline() != now.Add(time.Second) {
+		t.Errorf("master hearing priority 0 must advertise at once: %+v", acts)
+	}
+	b := NewMachine(params(100, "192.0.2.11"))
+	b.SetCandidate(true, t0)
+	b.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), t0)
+	if want := 156 * time.Second / 256; b.Deadline() != t0.Add(want) {
+		t.Errorf("backup hearing priority 0 waits skew time: %s, want %s", b.Deadline().Sub(t0), want)
+	}
+}
+
+func TestPreempt(t *testing.T) {
+	for _, preempt := range []bool{false, true} {
+		p := params(200, "192.0.2.11")
+		p.Preempt = preempt
+		m := NewMachine(p)
+		m.SetCandidate(true, t0)
+		now := t0
+		for range 10 { // a lower-priority master advertises every second
+			now = now.Add(time.Second)
+			m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), now)
+			m.Timeout(now)
+		}
+		if got := m.State() == Master; got != preempt {
+			t.Errorf("preempt=%v: state %v", preempt, m.State())
+		}
+	}
+}
+
+func TestResign(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.11"))
+	acts := m.SetCandidate(false, m.Deadline())
+	if len(acts) != 2 || !acts[0].Send || acts[0].Priority != 0 || acts[1].To != Initialize || m.State() != Initialize || !m.Deadline().IsZero() {
+		t.Fatalf("resign: %+v, state %v", acts, m.State())
+	}
+	if acts := m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), t0); acts != nil || m.State() != Initialize {
+		t.Errorf("Initialize must ignore advertisements: %+v", acts)
+	}
+	b := NewMachine(params(100, "192.0.2.11"))
+	b.SetCandidate(true, t0)
+	if acts := b.Shutdown(t0, "stop"); len(acts) != 1 || acts[0].Send {
+		t.Errorf("a backup leaves without sending: %+v", acts)
+	}
+}
+
+// sim is a discrete-event simulation of VRRP routers on one link.
+type sim struct {
+	now     time.Time
+	routers []*Machine
+	alive   []bool
+	sent    int
+}
+
+// run advances time to until, delivering every advertisement at once to the
+// other live routers, and returns the masters at the end.
+func (s *sim) run(until time.Time) []int {
+	for {
+		next, who := time.Time{}, -1
+		for i, m := range s.routers {
+			if d := m.Deadline(); s.alive[i] && !d.IsZero() && (who < 0 || d.Before(next)) {
+				next, who = d, i
+			}
+		}
+		if who < 0 || next.After(until) {
+			break
+		}
+		s.now = next
+		s.apply(who, s.routers[who].Timeout(s.now))
+	}
+	s.now = until
+	var masters []int
+	for i, m := range s.routers {
+		if s.alive[i] && m.State() == Master {
+			masters = append(masters, i)
+		}
+	}
+	return masters
+}
+
+func (s *sim) apply(from int, acts []Action) {
+	for _, a := range acts {
+		if !a.Send {
+			continue
+		}
+		s.sent++
+		ad := adv(a.Priority, Centiseconds(s.routers[from].p.Interval))
+		for j, m := range s.routers {
+			if j != from && s.alive[j] {
+				s.apply(j, m.Receive(ad, s.routers[from].p.Primary, s.now))
+			}
+		}
+	}
+}
+
+func TestSimulatedElectionKeepsOneMaster(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		n := 2 + rng.IntN(4)
+		s := &sim{now: t0}
+		for i := range n {
+			p := params(uint8(1+rng.IntN(254)), netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}).String())
+			p.Interval = time.Duration(1+rng.IntN(10)) * 10 * time.Millisecond
+			p.Preempt = rng.IntN(2) == 0
+			s.routers = append(s.routers, NewMachine(p))
+			s.alive = append(s.alive, true)
+		}
+		for i, m := range s.routers { // staggered starts
+			s.run(s.now.Add(time.Duration(rng.IntN(500)) * time.Millisecond))
+			s.apply(i, m.SetCandidate(true, s.now))
+		}
+		masters := s.run(s.now.Add(5 * time.Second))
+		if len(masters) != 1 {
+			t.Fatalf("trial %d: masters %v after convergence", trial, masters)
+		}
+		// The master leaves gracefully (priority 0) or silently (crash).
+		old := masters[0]
+		if rng.IntN(2) == 0 {
+			s.apply(old, s.routers[old].Shutdown(s.now, "stop"))
+		}
+		s.alive[old] = false
+		masters = s.run(s.now.Add(5 * time.Second))
+		if len(masters) != 1 || masters[0] == old {
+			t.Fatalf("trial %d: masters %v after master %d left", trial, masters, old)
+		}
+	}
+}
