@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os/signal"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/novaedge/cpvip/internal/ifaddr"
 	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
 // reconcilePeriod is the periodic pass that backs up the netlink events.
@@ -67,10 +69,30 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.
 	rec := reconcile.New(ifaddr.Link{Name: ifname}, cfg.VIPAddress)
 	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
 		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
-	return &agent.Agent{
-		Health:    checker,
-		Elector:   agent.NewHealthElector(cfg.VIPAddress, log),
-		Announcer: ann,
-		Log:       log,
-	}, nil
+	elector, err := buildVRRP(cfg, ifname, log)
+	if err != nil {
+		return nil, err
+	}
+	return &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log}, nil
+}
+
+// buildVRRP opens one VRRP instance per VIP (one per address family).
+func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elector, error) {
+	vips := make([]netip.Addr, len(cfg.VIPAddress))
+	for i, v := range cfg.VIPAddress {
+		vips[i] = v.Addr()
+	}
+	var instances []*vrrp.Instance
+	for _, vip := range cfg.VIPAddress {
+		v6 := vip.Addr().Is6()
+		conn, err := vrrp.Listen(ifname, v6, cfg.PeersOf(v6), vips)
+		if err != nil {
+			return nil, err
+		}
+		instances = append(instances, vrrp.NewInstance(vrrp.Config{
+			VIP: vip, VRID: uint8(cfg.VRID), Priority: uint8(cfg.Priority),
+			Interval: cfg.AdvertInterval, Preempt: cfg.Preempt,
+		}, conn, log.With("component", "vrrp", "vip", vip)))
+	}
+	return vrrp.NewElector(instances, log), nil
 }

@@ -136,6 +136,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"advert not centiseconds", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "105ms"}, "multiple of 10ms"},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
+		{"peers of each family", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12"}, "no peer of the address family of VIP 2001:db8::100/128"},
 		{"garp refresh", map[string]string{"NOVAEDGE_CP_VIP_GARP_REFRESH": "100ms"}, "NOVAEDGE_CP_VIP_GARP_REFRESH"},
 		{"bgp needs AS", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": ""}), "NOVAEDGE_BGP_LOCAL_AS"},
 		{"AS out of range", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": "4294967296"}), "NOVAEDGE_BGP_LOCAL_AS"},

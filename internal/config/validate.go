@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 )
@@ -81,7 +82,23 @@ func (c *Config) validateL2() error {
 			return errorf("Peers", c.Peers, "%s is not a unicast address", p)
 		}
 	}
+	for _, vip := range c.VIPAddress {
+		if len(c.Peers) > 0 && len(c.PeersOf(vip.Addr().Is6())) == 0 {
+			return errorf("Peers", c.Peers, "no peer of the address family of VIP %s", vip)
+		}
+	}
 	return nil
+}
+
+// PeersOf returns the unicast VRRP peers of one address family.
+func (c *Config) PeersOf(v6 bool) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range c.Peers {
+		if p.Is6() == v6 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (c *Config) validateBGP() error {

@@ -107,7 +107,7 @@ func TestHealthRulesAndToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = l.start(t)
-	waitLine(t, p, 0, "API server is unhealthy, releasing VIP")
+	waitLine(t, p, 0, "API server health changed", "state=unhealthy", "status 401 with a bearer token")
 	if _, held, _ := l.node.Has(vip4); held {
 		t.Fatal("VIP held although 401 with a token is a failure")
 	}

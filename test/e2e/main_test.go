@@ -84,6 +84,7 @@ func (l *l2Lab) env(extra ...string) []string {
 		"NOVAEDGE_CP_VIP_FAIL_THRESHOLD":  "3",
 		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH":   l.tokenPath,
 		"NOVAEDGE_CP_VIP_METRICS_ADDR":    "",
+		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "100ms",
 	}
 	for _, kv := range extra {
 		k, v, _ := strings.Cut(kv, "=")

@@ -1,0 +1,197 @@
+package vrrp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// Conn sends and receives the advertisements of one address family on one
+// interface: a raw IP socket for protocol 112 bound to the interface, the
+// multicast group joined, or unicast to peers.
+type Conn struct {
+	ifi     *net.Interface
+	v6      bool
+	peers   []netip.Addr // unicast mode when not empty
+	exclude []netip.Addr // the VIPs: never our primary address
+	p4      *ipv4.PacketConn
+	p6      *ipv6.PacketConn
+	buf     []byte
+}
+
+// Listen opens the socket for ifname; v6 selects IPv6. It needs CAP_NET_RAW.
+func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("finding interface %s: %w", ifname, err)
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { serr = unix.BindToDevice(int(fd), ifname) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	network, any := "ip4:112", "0.0.0.0"
+	if v6 {
+		network, any = "ip6:112", "::"
+	}
+	pc, err := lc.ListenPacket(context.Background(), network, any)
+	if err != nil {
+		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
+	}
+	c := &Conn{ifi: ifi, v6: v6, peers: peers, exclude: exclude, buf: make([]byte, 0, 64)}
+	if err := c.setup(pc); err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("setting up VRRP socket on %s: %w", ifname, err)
+	}
+	return c, nil
+}
+
+func (c *Conn) setup(pc net.PacketConn) error {
+	if c.v6 {
+		c.p6 = ipv6.NewPacketConn(pc)
+		p := c.p6
+		return errors.Join(p.SetMulticastHopLimit(TTL), p.SetHopLimit(TTL), p.SetMulticastLoopback(false),
+			p.SetMulticastInterface(c.ifi), p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
+			c.join(func() error { return p.JoinGroup(c.ifi, &net.IPAddr{IP: GroupV6.AsSlice()}) }))
+	}
+	c.p4 = ipv4.NewPacketConn(pc)
+	p := c.p4
+	return errors.Join(p.SetMulticastTTL(TTL), p.SetTTL(TTL), p.SetMulticastLoopback(false),
+		p.SetMulticastInterface(c.ifi), p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
+		c.join(func() error { return p.JoinGroup(c.ifi, &net.IPAddr{IP: GroupV4.AsSlice()}) }))
+}
+
+func (c *Conn) join(f func() error) error {
+	if len(c.peers) > 0 {
+		return nil
+	}
+	return f()
+}
+
+// Primary returns our primary address on the interface: the first IPv4
+// address that is not a VIP, or the first link-local IPv6 address that has
+// finished duplicate address detection.
+func (c *Conn) Primary() (netip.Addr, error) {
+	link, err := netlink.LinkByName(c.ifi.Name)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("finding interface %s: %w", c.ifi.Name, err)
+	}
+	family := netlink.FAMILY_V4
+	if c.v6 {
+		family = netlink.FAMILY_V6
+	}
+	addrs, err := netlink.AddrList(link, family)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("listing addresses of %s: %w", c.ifi.Name, err)
+	}
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || slices.Contains(c.exclude, ip.Unmap()) || a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
+			continue
+		}
+		if ip = ip.Unmap(); (c.v6 && ip.IsLinkLocalUnicast()) || (!c.v6 && ip.Is4()) {
+			return ip, nil
+		}
+	}
+	kind := "IPv4 address"
+	if c.v6 {
+		kind = "usable link-local IPv6 address"
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no %s of its own", c.ifi.Name, kind)
+}
+
+// Send sends a from src to the group, or to every unicast peer.
+func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
+	dsts := c.peers
+	if len(dsts) == 0 {
+		dsts = []netip.Addr{GroupV4}
+		if c.v6 {
+			dsts = []netip.Addr{GroupV6}
+		}
+	}
+	var errs []error
+	for _, dst := range dsts {
+		c.buf = a.Marshal(c.buf[:0], src, dst)
+		to := &net.IPAddr{IP: dst.AsSlice()}
+		var err error
+		if c.v6 {
+			_, err = c.p6.WriteTo(c.buf, &ipv6.ControlMessage{HopLimit: TTL, Src: src.AsSlice(), IfIndex: c.ifi.Index}, to)
+		} else {
+			_, err = c.p4.WriteTo(c.buf, &ipv4.ControlMessage{Src: src.AsSlice(), IfIndex: c.ifi.Index}, to)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sending to %s: %w", dst, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Receive reads the next packet into buf and checks it: TTL 255, the
+// advertisement itself, unicast peers. A dropped packet returns a Reason.
+func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
+	var (
+		n        int
+		ttl      int
+		src, dst netip.Addr
+		err      error
+	)
+	if c.v6 {
+		var cm *ipv6.ControlMessage
+		var from net.Addr
+		n, cm, from, err = c.p6.ReadFrom(buf)
+		if cm != nil {
+			ttl, dst = cm.HopLimit, addrOf(cm.Dst)
+		}
+		src = ipOf(from)
+	} else {
+		var cm *ipv4.ControlMessage
+		var from net.Addr
+		n, cm, from, err = c.p4.ReadFrom(buf)
+		if cm != nil {
+			ttl, dst = cm.TTL, addrOf(cm.Dst)
+		}
+		src = ipOf(from)
+	}
+	if err != nil {
+		return Advertisement{}, netip.Addr{}, err
+	}
+	if ttl != TTL {
+		return Advertisement{}, src, DropTTL
+	}
+	if len(c.peers) > 0 && !slices.Contains(c.peers, src) {
+		return Advertisement{}, src, DropNotPeer
+	}
+	a, err := Parse(buf[:n], src, dst)
+	return a, src, err
+}
+
+// Close closes the socket; a blocked Receive returns.
+func (c *Conn) Close() error {
+	if c.v6 {
+		return c.p6.Close()
+	}
+	return c.p4.Close()
+}
+
+func addrOf(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+func ipOf(a net.Addr) netip.Addr {
+	if ipa, ok := a.(*net.IPAddr); ok {
+		return addrOf(ipa.IP)
+	}
+	return netip.Addr{}
+}

@@ -1,0 +1,217 @@
+package vrrp
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Transport is what an Instance needs from the network (Conn in production).
+type Transport interface {
+	Primary() (netip.Addr, error)
+	Send(a *Advertisement, src netip.Addr) error
+	Receive(buf []byte) (Advertisement, netip.Addr, error)
+	Close() error
+}
+
+// Config is one instance: one VIP of one address family.
+type Config struct {
+	VIP      netip.Prefix
+	VRID     uint8
+	Priority uint8
+	Interval time.Duration
+	Preempt  bool
+}
+
+// Status is a snapshot of an instance for /status and metrics.
+type Status struct {
+	VIP        netip.Prefix
+	State      State
+	Master     netip.Addr
+	Primary    netip.Addr
+	Sent       uint64
+	Received   uint64
+	SendErrors uint64
+	Drops      map[Reason]uint64
+	Changed    time.Time
+	Reason     string
+}
+
+// Instance runs the election for one VIP. Run owns the state machine; other
+// goroutines talk to it through SetCandidate and Status.
+type Instance struct {
+	cfg       Config
+	conn      Transport
+	log       *slog.Logger
+	m         *Machine
+	candidate chan bool
+	drops     Drops
+	sent      atomic.Uint64
+	received  atomic.Uint64
+	sendErrs  atomic.Uint64
+
+	mu     sync.Mutex // guards status
+	status Status
+}
+
+// NewInstance returns an instance that is not yet a candidate.
+func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
+	return &Instance{cfg: cfg, conn: conn, log: log, candidate: make(chan bool, 1),
+		status: Status{VIP: cfg.VIP, State: Initialize}}
+}
+
+// SetCandidate says whether this node may hold the VIP (its apiserver is
+// healthy). Only the latest value counts.
+func (i *Instance) SetCandidate(ok bool) {
+	select {
+	case <-i.candidate:
+	default:
+	}
+	i.candidate <- ok
+}
+
+// Status returns a snapshot.
+func (i *Instance) Status() Status {
+	i.mu.Lock()
+	s := i.status
+	i.mu.Unlock()
+	s.Sent, s.Received, s.SendErrors = i.sent.Load(), i.received.Load(), i.sendErrs.Load()
+	s.Drops = i.drops.Snapshot()
+	return s
+}
+
+type packet struct {
+	adv Advertisement
+	src netip.Addr
+}
+
+// Run runs the election until ctx ends, calling decide(vip, true) on
+// becoming master and decide(vip, false) on leaving it. On return it has
+// resigned: a master sent priority 0. It closes the transport.
+func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
+	// Not master yet, so the VIP must not be here (a killed earlier run may have left it).
+	decide(i.cfg.VIP, false)
+	primary := i.waitPrimary(ctx)
+	i.m = NewMachine(Params{VRID: i.cfg.VRID, Priority: i.cfg.Priority, Interval: i.cfg.Interval,
+		Preempt: i.cfg.Preempt, Primary: primary})
+	i.setStatus(func(s *Status) { s.Primary = primary })
+	packets := make(chan packet, 16)
+	stop, readDone := make(chan struct{}), make(chan struct{})
+	go func() { i.read(packets, stop); close(readDone) }()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
+			close(stop)
+			i.conn.Close()
+			<-readDone
+			return
+		case ok := <-i.candidate:
+			i.apply(i.m.SetCandidate(ok, time.Now()), decide)
+		case p := <-packets:
+			i.apply(i.m.Receive(p.adv, p.src, time.Now()), decide)
+		case <-timer.C:
+			i.apply(i.m.Timeout(time.Now()), decide)
+		}
+		resetTimer(timer, i.m.Deadline())
+	}
+}
+
+// waitPrimary waits until the interface has an address to send from.
+// After link up, the IPv6 link-local address needs about a second of
+// duplicate address detection.
+func (i *Instance) waitPrimary(ctx context.Context) netip.Addr {
+	for tries := 0; ; tries++ {
+		p, err := i.conn.Primary()
+		if err == nil {
+			return p
+		}
+		if tries%50 == 0 {
+			i.log.Warn("Waiting for an address to send VRRP advertisements from", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return netip.Addr{}
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (i *Instance) read(out chan<- packet, stop <-chan struct{}) {
+	buf := make([]byte, 1500)
+	for {
+		a, src, err := i.conn.Receive(buf)
+		var r Reason
+		switch {
+		case errors.As(err, &r):
+			i.drops.Add(r)
+			continue
+		case errors.Is(err, net.ErrClosed):
+			return
+		case err != nil:
+			i.log.Warn("Receiving VRRP advertisement failed", "error", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		case a.VRID != i.cfg.VRID:
+			i.drops.Add(DropVRID)
+			continue
+		case src == i.m.p.Primary:
+			i.drops.Add(DropOwn)
+			continue
+		}
+		i.received.Add(1)
+		select {
+		case out <- packet{adv: a, src: src}:
+		case <-stop:
+			return
+		}
+	}
+}
+
+func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
+	for _, a := range acts {
+		if a.Send {
+			i.send(a.Priority)
+		}
+		if a.Changed {
+			from := i.Status().State
+			i.log.Info("VRRP state changed", "vrid", i.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
+			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = a.To, time.Now(), a.Reason })
+			decide(i.cfg.VIP, a.To == Master)
+		}
+	}
+	i.setStatus(func(s *Status) { s.Master = i.m.Master() })
+}
+
+func (i *Instance) send(priority uint8) {
+	adv := &Advertisement{VRID: i.cfg.VRID, Priority: priority, Interval: Centiseconds(i.cfg.Interval),
+		Addresses: []netip.Addr{i.cfg.VIP.Addr()}}
+	if err := i.conn.Send(adv, i.m.p.Primary); err != nil {
+		if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
+			i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
+		}
+		return
+	}
+	i.sent.Add(1)
+}
+
+func (i *Instance) setStatus(f func(*Status)) {
+	i.mu.Lock()
+	f(&i.status)
+	i.mu.Unlock()
+}
+
+// resetTimer makes t fire at deadline, or not at all for the zero time.
+func resetTimer(t *time.Timer, deadline time.Time) {
+	t.Stop()
+	if !deadline.IsZero() {
+		t.Reset(time.Until(deadline))
+	}
+}
