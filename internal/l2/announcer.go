@@ -50,12 +50,16 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 		opts.Gap = RepeatGap
 	}
 	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
-	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, LinkUp: a.linkUp})
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, Reannounce: a.reannounce})
 	return a
 }
 
-// Hold makes this node hold vip.
-func (a *Announcer) Hold(vip netip.Prefix) { a.loop.Set(vip, true) }
+// Hold makes this node hold vip and announce it now: a VIP bound already
+// is announced again (the elector asks when it must win neighbours back).
+func (a *Announcer) Hold(vip netip.Prefix) {
+	a.loop.Set(vip, true)
+	a.loop.Reannounce(vip)
+}
 
 // Release makes this node give vip up.
 func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
@@ -76,9 +80,11 @@ func (a *Announcer) changed(c reconcile.Change) {
 	}
 }
 
-func (a *Announcer) linkUp(held []netip.Prefix) {
+func (a *Announcer) reannounce(held []netip.Prefix, reason string) {
 	for _, vip := range held {
-		a.log.Info("Link is up, announcing VIP again", "address", vip, "interface", a.opts.Interface)
+		if reason == "link up" {
+			a.log.Info("Link is up, announcing VIP again", "address", vip, "interface", a.opts.Interface)
+		}
 		a.startBurst(vip.Addr())
 	}
 }

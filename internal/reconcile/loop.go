@@ -21,8 +21,10 @@ const (
 type Hooks struct {
 	// Changed sees every change a step made.
 	Changed func(Change)
-	// LinkUp runs after the step that follows the link coming up, with the VIPs then held.
-	LinkUp func(held []netip.Prefix)
+	// Reannounce runs after a step with VIPs that were held already and must
+	// be announced again: all of them after the link came up, or the ones
+	// asked for by Reannounce.
+	Reannounce func(held []netip.Prefix, reason string)
 }
 
 // Loop runs the reconcile step whenever the desired set changes, the kernel
@@ -35,13 +37,14 @@ type Loop struct {
 
 	mu      sync.Mutex
 	desired map[netip.Prefix]bool
+	again   map[netip.Prefix]bool // re-announce requests
 	poke    chan struct{}
 }
 
 // NewLoop returns a Loop over rec, woken by events and every period.
 func NewLoop(rec *Reconciler, events <-chan Event, period time.Duration, hooks Hooks) *Loop {
 	return &Loop{rec: rec, events: events, period: period, hooks: hooks,
-		desired: map[netip.Prefix]bool{}, poke: make(chan struct{}, 1)}
+		desired: map[netip.Prefix]bool{}, again: map[netip.Prefix]bool{}, poke: make(chan struct{}, 1)}
 }
 
 // Set says whether vip should be held, and wakes the loop.
@@ -49,6 +52,19 @@ func (l *Loop) Set(vip netip.Prefix, hold bool) {
 	l.mu.Lock()
 	l.desired[vip] = hold
 	l.mu.Unlock()
+	l.wake()
+}
+
+// Reannounce asks for vip to be announced again after the next step if it
+// was held already (a VIP bound by that step is announced as installed).
+func (l *Loop) Reannounce(vip netip.Prefix) {
+	l.mu.Lock()
+	l.again[vip] = true
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *Loop) wake() {
 	select {
 	case l.poke <- struct{}{}:
 	default:
@@ -61,11 +77,9 @@ func (l *Loop) Run(ctx context.Context) {
 	defer t.Stop()
 	linkUp := false
 	for {
-		desired := l.snapshot()
-		l.apply(desired)
-		if linkUp && l.hooks.LinkUp != nil {
-			l.hooks.LinkUp(heldOf(desired))
-		}
+		desired, again := l.snapshot()
+		changes := l.apply(desired)
+		l.reannounce(desired, again, changes, linkUp)
 		linkUp = false
 		select {
 		case <-ctx.Done():
@@ -100,30 +114,48 @@ func (l *Loop) releaseAll() {
 	}
 	l.mu.Unlock()
 	for range 2 {
-		if !hasFailure(l.apply(l.snapshot())) {
+		desired, _ := l.snapshot()
+		if !hasFailure(l.apply(desired)) {
 			return
 		}
 	}
 }
 
-func (l *Loop) snapshot() map[netip.Prefix]bool {
+// snapshot copies the desired set and takes the re-announce requests.
+func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[netip.Prefix]bool, len(l.desired))
+	desired = make(map[netip.Prefix]bool, len(l.desired))
 	for k, v := range l.desired {
-		out[k] = v
+		desired[k] = v
 	}
-	return out
+	again, l.again = l.again, map[netip.Prefix]bool{}
+	return desired, again
 }
 
-func heldOf(desired map[netip.Prefix]bool) []netip.Prefix {
-	var out []netip.Prefix
-	for p, hold := range desired {
-		if hold {
-			out = append(out, p)
+// reannounce calls the hook with the held VIPs the step did not just bind:
+// all of them after link up, else those asked for.
+func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) {
+	if l.hooks.Reannounce == nil || (!linkUp && len(again) == 0) {
+		return
+	}
+	bound := map[netip.Prefix]bool{}
+	for _, c := range changes {
+		bound[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
+	}
+	var held []netip.Prefix
+	for _, vip := range l.rec.owned {
+		if desired[vip] && !bound[vip] && (linkUp || again[vip]) {
+			held = append(held, vip)
 		}
 	}
-	return out
+	reason := "asked"
+	if linkUp {
+		reason = "link up"
+	}
+	if len(held) > 0 {
+		l.hooks.Reannounce(held, reason)
+	}
 }
 
 func hasFailure(changes []Change) bool {

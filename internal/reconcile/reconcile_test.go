@@ -153,8 +153,8 @@ func TestLoop(t *testing.T) {
 	changed := make(chan Change, 16)
 	linkUp := make(chan []netip.Prefix, 1)
 	l := NewLoop(New(f, []netip.Prefix{vip4, vip6}), events, time.Hour, Hooks{
-		Changed: func(c Change) { changed <- c },
-		LinkUp:  func(held []netip.Prefix) { linkUp <- held },
+		Changed:    func(c Change) { changed <- c },
+		Reannounce: func(held []netip.Prefix, _ string) { linkUp <- held },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -184,6 +184,16 @@ func TestLoop(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no LinkUp hook")
+	}
+	l.Reannounce(vip4) // held: announced again
+	l.Reannounce(vip6) // not held: nothing
+	select {
+	case held := <-linkUp:
+		if !slices.Equal(held, []netip.Prefix{vip4}) {
+			t.Errorf("Reannounce hook got %v", held)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Reannounce hook")
 	}
 	cancel()
 	expect(Removed, vip4)

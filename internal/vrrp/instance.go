@@ -55,9 +55,14 @@ type Instance struct {
 	received  atomic.Uint64
 	sendErrs  atomic.Uint64
 
+	lastReannounce time.Time // Run's goroutine only
+
 	mu     sync.Mutex // guards status
 	status Status
 }
+
+// reannounceEvery limits re-announcements caused by a competing master.
+const reannounceEvery = time.Second
 
 // NewInstance returns an instance that is not yet a candidate.
 func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
@@ -179,6 +184,11 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 	for _, a := range acts {
 		if a.Send {
 			i.send(a.Priority)
+		}
+		if a.Reannounce && time.Since(i.lastReannounce) >= reannounceEvery {
+			i.lastReannounce = time.Now()
+			i.log.Info("Another master is on the link, announcing the VIP again", "master", i.m.Master())
+			decide(i.cfg.VIP, true)
 		}
 		if a.Changed {
 			from := i.Status().State

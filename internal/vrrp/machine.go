@@ -39,13 +39,15 @@ type Params struct {
 }
 
 // Action is what the machine asks its driver to do. Send is set to send an
-// advertisement with Priority; To is set on a state change, with Reason.
+// advertisement with Priority; To is set on a state change, with Reason;
+// Reannounce asks for fresh gratuitous ARP / NA for a VIP still held.
 type Action struct {
-	Send     bool
-	Priority uint8
-	To       State
-	Changed  bool
-	Reason   string
+	Send       bool
+	Priority   uint8
+	To         State
+	Changed    bool
+	Reason     string
+	Reannounce bool
 }
 
 // Machine is the VRRP state machine. It reads no clock: every event carries
@@ -150,6 +152,12 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
+		default:
+			// RFC 5798 discards it. Another master means a split brain just
+			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
+			// at once and win the neighbours' caches back.
+			m.deadline = now.Add(m.p.Interval)
+			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true}}
 		}
 	}
 	return nil

@@ -63,6 +63,9 @@ func TestMasterYields(t *testing.T) {
 			if got := m.State() == Backup; got != tt.yields {
 				t.Fatalf("state %v after %s: %+v", m.State(), tt.name, acts)
 			}
+			if !tt.yields && (len(acts) != 1 || !acts[0].Send || !acts[0].Reannounce) {
+				t.Errorf("a master hearing a weaker master must advertise and re-announce at once: %+v", acts)
+			}
 			if tt.yields {
 				// The backup learnt the master's 100 ms interval: 300 ms + skew.
 				if want := 300*time.Millisecond + 156*100*time.Millisecond/256; m.Deadline() != now.Add(want) {

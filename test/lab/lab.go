@@ -112,6 +112,16 @@ func (h *Host) Exec(args ...string) (string, error) {
 	return string(out), nil
 }
 
+// SetSwitchPort sets the host's port on the switch up or down: the host's
+// eth0 loses carrier, as when its cable is pulled.
+func (h *Host) SetSwitchPort(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	return h.lab.exec(h.lab.sw, "ip", "link", "set", "v"+h.Name, state)
+}
+
 // SetLink sets the host's eth0 up or down.
 func (h *Host) SetLink(up bool) error {
 	state := "down"

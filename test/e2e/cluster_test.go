@@ -1,0 +1,216 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// cluster is n control-plane nodes, each with a stand-in apiserver, and a client.
+type cluster struct {
+	*lab.Lab
+	nodes  []*lab.Host
+	apis   []*lab.APIServer
+	procs  []*lab.Process
+	client *lab.Host
+	extra  []string
+	token  string
+}
+
+func newCluster(t *testing.T, n int, extra ...string) *cluster {
+	t.Helper()
+	l, err := lab.New(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	c := &cluster{Lab: l, extra: extra, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
+	for i := range n {
+		h, err := l.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
+			netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, err := h.StartAPIServer(6443)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.nodes, c.apis = append(c.nodes, h), append(c.apis, api)
+	}
+	if c.client, err = l.AddHost("cl", netip.MustParsePrefix("192.0.2.2/24"), netip.MustParsePrefix("2001:db8::2/64"), false); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start starts (or restarts) the daemon on node i.
+func (c *cluster) start(t *testing.T, i int) *lab.Process {
+	t.Helper()
+	env := []string{
+		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
+		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=300ms",
+		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms", "NOVAEDGE_CP_VIP_METRICS_ADDR=",
+		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=" + c.token,
+	}
+	p, err := c.nodes[i].Start(c.nodes[i].Name, append(env, c.extra...), binary, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.procs[i] = p
+	return p
+}
+
+func (c *cluster) startAll(t *testing.T) {
+	t.Helper()
+	for i := range c.nodes {
+		c.start(t, i)
+	}
+}
+
+// holders returns the indexes of the nodes holding p.
+func (c *cluster) holders(p netip.Prefix) ([]int, error) {
+	var out []int
+	for i, n := range c.nodes {
+		_, ok, err := n.Has(p)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// waitHolder waits until exactly one node holds p, optionally not node not,
+// and returns it and the time it took.
+func (c *cluster) waitHolder(t *testing.T, p netip.Prefix, not int, within time.Duration) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	holder := -1
+	err := lab.Eventually(within, func() error {
+		h, err := c.holders(p)
+		if err != nil {
+			return err
+		}
+		if len(h) != 1 || h[0] == not {
+			return fmt.Errorf("holders of %s: %v", p, c.names(h))
+		}
+		holder = h[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder, time.Since(start)
+}
+
+// stayOne checks for d that p always has exactly one holder.
+func (c *cluster) stayOne(t *testing.T, p netip.Prefix, d time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if h, err := c.holders(p); err != nil || len(h) != 1 {
+			t.Fatalf("holders of %s: %v (%v), want exactly one", p, c.names(h), err)
+		}
+	}
+}
+
+func (c *cluster) names(idx []int) []string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, c.nodes[i].Name)
+	}
+	return out
+}
+
+// monitor samples the holders of p until stopped and reports the longest
+// stretch with more than one holder.
+type monitor struct {
+	mu          sync.Mutex
+	longest     time.Duration
+	doubleSince time.Time
+	maxHolders  int
+	cancel      context.CancelFunc
+	done        chan struct{}
+}
+
+func (c *cluster) monitor(p netip.Prefix) *monitor {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &monitor{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			h, err := c.holders(p)
+			now := time.Now()
+			m.mu.Lock()
+			if err == nil {
+				m.maxHolders = max(m.maxHolders, len(h))
+				switch {
+				case len(h) > 1 && m.doubleSince.IsZero():
+					m.doubleSince = now
+				case len(h) <= 1 && !m.doubleSince.IsZero():
+					m.longest = max(m.longest, now.Sub(m.doubleSince))
+					m.doubleSince = time.Time{}
+				}
+			}
+			m.mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return m
+}
+
+func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
+	m.cancel()
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.doubleSince.IsZero() {
+		m.longest = max(m.longest, time.Since(m.doubleSince))
+	}
+	return m.longest, m.maxHolders
+}
+
+// reach checks that the client reaches the apiserver of node want through the VIP.
+func (c *cluster) reach(t *testing.T, vip netip.Addr, want int) {
+	t.Helper()
+	err := lab.Eventually(5*time.Second, func() error {
+		who, err := c.client.Whoami(vip, 6443, time.Second)
+		if err != nil {
+			return err
+		}
+		if who != c.nodes[want].Name {
+			return fmt.Errorf("answered by %s, want %s", who, c.nodes[want].Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("client via %s: %v", vip, err)
+	}
+}
+
+func lines(p *lab.Process, parts ...string) int {
+	n := 0
+	for _, l := range strings.Split(p.Output(), "\n") {
+		if containsAll(l, parts) {
+			n++
+		}
+	}
+	return n
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}

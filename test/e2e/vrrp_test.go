@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// With 100 ms advertisements and priority 100 on every node:
+// Master_Down_Interval = 3 x 100 ms + (256-100)/256 x 100 ms = 361 ms, skew 61 ms.
+
+func TestVRRPOneHolderAndTakeovers(t *testing.T) {
+	c := newCluster(t, 3)
+	start := time.Now()
+	c.startAll(t)
+	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+	figure(t, "first holder elected after start (3 nodes)", time.Since(start))
+	c.waitHolder(t, vip6, -1, 15*time.Second)
+	c.stayOne(t, vip4, 2*time.Second)
+	c.reach(t, vip4.Addr(), h)
+
+	// The holder's apiserver dies: it resigns with priority 0 after 3 failed checks.
+	mon := c.monitor(vip4)
+	if err := c.apis[h].Set(lab.ServerError); err != nil {
+		t.Fatal(err)
+	}
+	next, d := c.waitHolder(t, vip4, h, 10*time.Second)
+	figure(t, "takeover after the holder's apiserver fails (3 x 100 ms checks + skew)", d)
+	c.reach(t, vip4.Addr(), next)
+	if double, _ := mon.stop(); double > 100*time.Millisecond {
+		t.Errorf("two holders for %s", double)
+	}
+	waitLine(t, c.procs[h], 0, "API server is unhealthy, releasing VIP")
+	if err := c.apis[h].Set(lab.OK); err != nil {
+		t.Fatal(err)
+	}
+	c.stayOne(t, vip4, time.Second) // the recovered node does not preempt (preempt off)
+
+	// SIGTERM on the holder: priority 0, a backup takes over after its skew time.
+	h = next
+	mon = c.monitor(vip4)
+	sig := time.Now()
+	if err := c.procs[h].Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next, _ = c.waitHolder(t, vip4, h, 10*time.Second)
+	figure(t, "takeover after SIGTERM on the holder (skew time)", time.Since(sig))
+	if code, err := c.procs[h].Wait(2 * time.Second); code != 0 || err != nil {
+		t.Errorf("SIGTERM: exit %d %v", code, err)
+	}
+	if double, _ := mon.stop(); double > 100*time.Millisecond {
+		t.Errorf("two holders for %s", double)
+	}
+	c.reach(t, vip4.Addr(), next)
+
+	// The stopped node comes back: it must not double-hold.
+	mon = c.monitor(vip4)
+	c.start(t, h)
+	waitLine(t, c.procs[h], 0, "VRRP state changed", "to=backup")
+	c.stayOne(t, vip4, 2*time.Second)
+	if double, max := mon.stop(); max > 1 {
+		t.Errorf("a restarted node double-held for %s", double)
+	}
+}
+
+func TestVRRPLinkCut(t *testing.T) {
+	c := newCluster(t, 3)
+	c.startAll(t)
+	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+	c.waitHolder(t, vip6, -1, 15*time.Second)
+	c.stayOne(t, vip4, time.Second)
+
+	for round := range 3 {
+		cut := time.Now()
+		if err := c.nodes[h].SetSwitchPort(false); err != nil {
+			t.Fatal(err)
+		}
+		// The cut node still holds the VIP: count holders among the others.
+		err := lab.Eventually(10*time.Second, func() error {
+			hs, err := c.holders(vip4)
+			if err != nil {
+				return err
+			}
+			for _, x := range hs {
+				if x != h {
+					return nil
+				}
+			}
+			return errNoHolder
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		figure(t, "takeover after the holder's link is cut (master down interval 361 ms)", time.Since(cut))
+		hs, _ := c.holders(vip4)
+		next := hs[len(hs)-1]
+		if next == h {
+			next = hs[0]
+		}
+		c.reach(t, vip4.Addr(), next)
+
+		mon := c.monitor(vip4)
+		if err := c.nodes[h].SetSwitchPort(true); err != nil {
+			t.Fatal(err)
+		}
+		winner, d := c.waitHolder(t, vip4, -1, 10*time.Second)
+		double, _ := mon.stop()
+		figure(t, "two holders after the link came back (one advert interval is 100 ms)", double)
+		figure(t, "back to one holder after link restore", d)
+		c.stayOne(t, vip4, time.Second)
+		c.reach(t, vip4.Addr(), winner) // the winner won the client's ARP cache back
+		t.Logf("round %d: %s was cut, %s took over, %s holds after the merge", round+1, c.nodes[h].Name, c.nodes[next].Name, c.nodes[winner].Name)
+		h = winner
+	}
+}
+
+func TestVRRPNoHolderWhileEveryAPIServerIsDown(t *testing.T) {
+	c := newCluster(t, 3)
+	c.startAll(t)
+	c.waitHolder(t, vip4, -1, 15*time.Second)
+	for _, api := range c.apis {
+		if err := api.Set(lab.Down); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := lab.Eventually(10*time.Second, func() error {
+		for _, p := range []string{vip4.String(), vip6.String()} {
+			if hs, err := c.holders(mustPrefix(p)); err != nil || len(hs) != 0 {
+				return errHolders(c.names(hs))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if hs, _ := c.holders(vip4); len(hs) != 0 {
+		t.Fatalf("holders %v while every apiserver is down", c.names(hs))
+	}
+	if err := c.apis[1].Set(lab.OK); err != nil {
+		t.Fatal(err)
+	}
+	if h, d := c.waitHolder(t, vip4, -1, 10*time.Second); h != 1 {
+		t.Errorf("holder %s, want the only healthy node n2", c.nodes[h].Name)
+	} else {
+		figure(t, "the only healthy node holds after its apiserver recovers", d)
+	}
+}
+
+type errHolders []string
+
+func (e errHolders) Error() string { return "holders: " + joinNames(e) }
+
+var errNoHolder = errHolders{}
+
+func joinNames(n []string) string {
+	if len(n) == 0 {
+		return "none"
+	}
+	out := n[0]
+	for _, s := range n[1:] {
+		out += "," + s
+	}
+	return out
+}
