@@ -16,7 +16,7 @@ import (
 func capture(t *testing.T, h *lab.Host, filter string) (file string, stop func()) {
 	t.Helper()
 	file = filepath.Join(t.TempDir(), "capture.pcap")
-	p, err := h.Start("tcpdump", nil, "tcpdump", "-i", "eth0", "-U", "-n", "-w", file, filter)
+	p, err := h.Start("tcpdump", nil, "tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-w", file, filter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,28 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 	return c
 }
 
+// addKeepalived adds a host running keepalived (with a stand-in apiserver,
+// so a client reaching the VIP there is answered too) as the next node.
+func (c *cluster) addKeepalived(t *testing.T, name string, k lab.Keepalived) (int, *lab.Process) {
+	t.Helper()
+	i := len(c.nodes)
+	h, err := c.AddHost(name, netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
+		netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := h.StartAPIServer(6443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.StartKeepalived(t.TempDir(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.nodes, c.apis, c.procs = append(c.nodes, h), append(c.apis, api), append(c.procs, p)
+	return i, p
+}
+
 // start starts (or restarts) the daemon on node i.
 func (c *cluster) start(t *testing.T, i int) *lab.Process {
 	t.Helper()

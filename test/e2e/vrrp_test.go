@@ -166,3 +166,45 @@ func joinNames(n []string) string {
 	}
 	return out
 }
+
+func TestVRRPAdvertisementsDecodeCleanly(t *testing.T) {
+	c := newCluster(t, 2)
+	file, stop := capture(t, c.client, "ip proto 112 or ip6 proto 112")
+	c.startAll(t)
+	c.waitHolder(t, vip4, -1, 15*time.Second)
+	c.waitHolder(t, vip6, -1, 15*time.Second)
+	time.Sleep(time.Second)
+	_ = c.procs[0].Signal(syscall.SIGTERM) // include priority 0 advertisements
+	_ = c.procs[1].Signal(syscall.SIGTERM)
+	_, _ = c.procs[0].Wait(5 * time.Second)
+	_, _ = c.procs[1].Wait(5 * time.Second)
+	stop()
+
+	rows := tshark(t, c.client, file, "vrrp", "vrrp.version", "vrrp.type", "vrrp.virt_rtr_id", "vrrp.prio",
+		"vrrp.addr_count", "vrrp.short_adver_int", "vrrp.checksum.status", "ip.ttl", "ipv6.hlim", "ip.dst", "ipv6.dst")
+	var v4, v6, prio0 int
+	for _, r := range rows {
+		ttl := r[7] + r[8]
+		if r[0] != "3" || r[1] != "1" || r[2] != "51" || r[4] != "1" || r[5] != "10" || r[6] != "1" || ttl != "255" {
+			t.Fatalf("advertisement %v: want version 3, type 1, VRID 51, one address, 10 cs, good checksum, TTL 255", r)
+		}
+		switch {
+		case r[9] == "224.0.0.18":
+			v4++
+		case r[10] == "ff02::12":
+			v6++
+		default:
+			t.Errorf("advertisement to %v", r[9:])
+		}
+		if r[3] == "0" {
+			prio0++
+		}
+	}
+	if v4 < 5 || v6 < 5 || prio0 < 2 {
+		t.Errorf("%d IPv4 and %d IPv6 advertisements, %d with priority 0: want several of each and the resignations", v4, v6, prio0)
+	}
+	t.Logf("tshark decoded %d IPv4 and %d IPv6 VRRPv3 advertisements, %d with priority 0, all clean", v4, v6, prio0)
+	if bad := tshark(t, c.client, file, "_ws.malformed || _ws.expert.severity >= error", "frame.number"); len(bad) > 0 {
+		t.Errorf("tshark finds malformed packets: %v", bad)
+	}
+}
