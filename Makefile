@@ -8,7 +8,7 @@ BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/...
 FUZZTIME ?= 10s
 
-.PHONY: all build deps lint unit e2e test fuzz demo clean
+.PHONY: all build deps lint unit e2e test fuzz bench demo clean
 
 all: build
 
@@ -38,6 +38,11 @@ fuzz:
 	done
 
 test: deps lint unit e2e
+
+# Benchmarks in namespace labs (root): failover outages, ours next to keepalived.
+# BENCH_TRIALS sets trials per row (default 20).
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E 'Benchmark|outage|median'; exit $${PIPESTATUS[0]}
 
 demo: deps build
 	$(GO) run ./test/demo -bin $(BIN)

@@ -22,16 +22,17 @@ type cluster struct {
 	client *lab.Host
 	extra  []string
 	token  string
+	ka     map[int]bool // nodes that run keepalived, not us
 }
 
-func newCluster(t *testing.T, n int, extra ...string) *cluster {
+func newCluster(t testing.TB, n int, extra ...string) *cluster {
 	t.Helper()
 	l, err := lab.New(t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
+	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
 	for i := range n {
 		h, err := l.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
 			netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
@@ -52,7 +53,7 @@ func newCluster(t *testing.T, n int, extra ...string) *cluster {
 
 // addKeepalived adds a host running keepalived (with a stand-in apiserver,
 // so a client reaching the VIP there is answered too) as the next node.
-func (c *cluster) addKeepalived(t *testing.T, name string, k lab.Keepalived) (int, *lab.Process) {
+func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (int, *lab.Process) {
 	t.Helper()
 	i := len(c.nodes)
 	h, err := c.AddHost(name, netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
@@ -69,11 +70,12 @@ func (c *cluster) addKeepalived(t *testing.T, name string, k lab.Keepalived) (in
 		t.Fatal(err)
 	}
 	c.nodes, c.apis, c.procs = append(c.nodes, h), append(c.apis, api), append(c.procs, p)
+	c.ka[i] = true
 	return i, p
 }
 
 // start starts (or restarts) the daemon on node i.
-func (c *cluster) start(t *testing.T, i int) *lab.Process {
+func (c *cluster) start(t testing.TB, i int) *lab.Process {
 	t.Helper()
 	env := []string{
 		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
@@ -89,10 +91,12 @@ func (c *cluster) start(t *testing.T, i int) *lab.Process {
 	return p
 }
 
-func (c *cluster) startAll(t *testing.T) {
+func (c *cluster) startAll(t testing.TB) {
 	t.Helper()
 	for i := range c.nodes {
-		c.start(t, i)
+		if !c.ka[i] {
+			c.start(t, i)
+		}
 	}
 }
 
@@ -113,7 +117,7 @@ func (c *cluster) holders(p netip.Prefix) ([]int, error) {
 
 // waitHolder waits until exactly one node holds p, optionally not node not,
 // and returns it and the time it took.
-func (c *cluster) waitHolder(t *testing.T, p netip.Prefix, not int, within time.Duration) (int, time.Duration) {
+func (c *cluster) waitHolder(t testing.TB, p netip.Prefix, not int, within time.Duration) (int, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	holder := -1
@@ -135,7 +139,7 @@ func (c *cluster) waitHolder(t *testing.T, p netip.Prefix, not int, within time.
 }
 
 // stayOne checks for d that p always has exactly one holder.
-func (c *cluster) stayOne(t *testing.T, p netip.Prefix, d time.Duration) {
+func (c *cluster) stayOne(t testing.TB, p netip.Prefix, d time.Duration) {
 	t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if h, err := c.holders(p); err != nil || len(h) != 1 {
@@ -201,7 +205,7 @@ func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
 }
 
 // reach checks that the client reaches the apiserver of node want through the VIP.
-func (c *cluster) reach(t *testing.T, vip netip.Addr, want int) {
+func (c *cluster) reach(t testing.TB, vip netip.Addr, want int) {
 	t.Helper()
 	err := lab.Eventually(5*time.Second, func() error {
 		who, err := c.client.Whoami(vip, 6443, time.Second)

@@ -9,7 +9,7 @@ import (
 	"github.com/novaedge/cpvip/test/lab"
 )
 
-func needKeepalived(t *testing.T) {
+func needKeepalived(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("keepalived"); err != nil {
 		t.Fatal("keepalived is not installed: run make deps")

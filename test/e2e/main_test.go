@@ -127,12 +127,12 @@ func (l *l2Lab) waitVIP(t *testing.T, p netip.Prefix, held bool, within time.Dur
 }
 
 // figure logs a measured value in a form the issue note collects (grep FIGURE).
-func figure(t *testing.T, name string, d time.Duration) {
+func figure(t testing.TB, name string, d time.Duration) {
 	t.Helper()
 	t.Logf("FIGURE %s: %s", name, d.Round(time.Millisecond))
 }
 
-func waitLine(t *testing.T, p *lab.Process, skip int, parts ...string) int {
+func waitLine(t testing.TB, p *lab.Process, skip int, parts ...string) int {
 	t.Helper()
 	i, err := p.WaitLine(10*time.Second, skip, parts...)
 	if err != nil {
