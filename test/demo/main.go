@@ -1,7 +1,8 @@
 // Command demo runs novaedge-cpvip's main job in a namespace lab and narrates
-// it: a node with a stand-in kube-apiserver and a client on one switch; the
-// VIP is bound, answers the client, is released when the apiserver fails,
-// comes back, survives a manual delete, and is released on SIGTERM.
+// it: three control-plane nodes with stand-in kube-apiservers and a client on
+// one switch. VRRP elects one holder of the dual-stack VIP; the VIP follows
+// the healthy nodes through an apiserver failure, a cut cable and a graceful
+// stop, and the client is answered through it all along.
 // Run it as root: sudo make demo.
 package main
 
@@ -18,7 +19,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin/novaedge-cpvip", "the novaedge-cpvip binary")
-	verbose := flag.Bool("v", false, "show the daemon's log lines too")
+	verbose := flag.Bool("v", false, "show the daemons' log lines too")
 	flag.Parse()
 	if err := demo(*bin, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
@@ -31,17 +32,25 @@ var (
 	vip6 = netip.MustParsePrefix("2001:db8::100/128")
 )
 
-type narrator struct{ start time.Time }
+type world struct {
+	start  time.Time
+	lab    *lab.Lab
+	nodes  []*lab.Host
+	apis   []*lab.APIServer
+	procs  []*lab.Process
+	client *lab.Host
+	bin    string
+}
 
-func (n narrator) say(format string, args ...any) {
-	fmt.Printf("[%5.1fs] %s\n", time.Since(n.start).Seconds(), fmt.Sprintf(format, args...))
+func (w *world) say(format string, args ...any) {
+	fmt.Printf("[%5.1fs] %s\n", time.Since(w.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 func demo(bin string, verbose bool) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("needs root for network namespaces: sudo make demo")
 	}
-	n := narrator{start: time.Now()}
+	w := &world{start: time.Now(), bin: bin}
 	logf := func(string, ...any) {}
 	if verbose {
 		logf = func(f string, a ...any) { fmt.Printf("        | "+f+"\n", a...) }
@@ -50,112 +59,195 @@ func demo(bin string, verbose bool) error {
 	if err != nil {
 		return err
 	}
-	defer func() { l.Close(); n.say("Lab removed.") }()
-	node, err := l.AddHost("n1", netip.MustParsePrefix("192.0.2.11/24"), netip.MustParsePrefix("2001:db8::11/64"), true)
-	if err != nil {
+	w.lab = l
+	defer func() { l.Close(); w.say("Lab removed.") }()
+	if err := w.build(); err != nil {
 		return err
 	}
-	client, err := l.AddHost("client", netip.MustParsePrefix("192.0.2.2/24"), netip.MustParsePrefix("2001:db8::2/64"), false)
-	if err != nil {
-		return err
+	for _, step := range []func() error{w.elect, w.apiserverFails, w.cableCut, w.gracefulStop, w.stopAll} {
+		if err := step(); err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
 	}
-	api, err := node.StartAPIServer(6443)
-	if err != nil {
-		return err
-	}
-	n.say("Lab up: node n1 (192.0.2.11, 2001:db8::11) with a stand-in kube-apiserver on :6443, a client (192.0.2.2) on the same switch.")
-	d, err := node.Start("cpvip", []string{
-		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
-		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=200ms", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3",
-		"NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent",
-	}, bin, "run")
-	if err != nil {
-		return err
-	}
-	n.say("Started novaedge-cpvip on n1: VIP %s and %s, health check every 200ms, release after 3 failures.", vip4, vip6)
-
-	if err := waitHeld(node, true, n, "VIP bound on n1 (eth0, found by itself)"); err != nil {
-		return err
-	}
-	if err := reach(client, n); err != nil {
-		return err
-	}
-
-	n.say("Breaking the apiserver: /livez now answers 500.")
-	_ = api.Set(lab.ServerError)
-	if err := waitHeld(node, false, n, "VIP released by n1"); err != nil {
-		return err
-	}
-	if _, err := client.Whoami(vip4.Addr(), 6443, 700*time.Millisecond); err != nil {
-		n.say("Client gets no answer through the VIP now, as it should: no node is healthy.")
-	}
-
-	n.say("Repairing the apiserver: /livez answers 200 again.")
-	_ = api.Set(lab.OK)
-	if err := waitHeld(node, true, n, "VIP bound again"); err != nil {
-		return err
-	}
-	if err := reach(client, n); err != nil {
-		return err
-	}
-
-	n.say("Someone deletes the IPv4 VIP by hand: ip addr del %s dev eth0", vip4)
-	if _, err := node.Exec("ip", "addr", "del", vip4.String(), "dev", "eth0"); err != nil {
-		return err
-	}
-	if err := waitHeld(node, true, n, "VIP restored by the reconcile loop"); err != nil {
-		return err
-	}
-
-	n.say("Stopping novaedge-cpvip with SIGTERM.")
-	stop := time.Now()
-	_ = d.Signal(syscall.SIGTERM)
-	code, err := d.Wait(5 * time.Second)
-	if err != nil {
-		return err
-	}
-	_, held4, _ := node.Has(vip4)
-	_, held6, _ := node.Has(vip6)
-	n.say("novaedge-cpvip exited with code %d after %s; VIP still bound: IPv4 %v, IPv6 %v.", code, time.Since(stop).Round(time.Millisecond), held4, held6)
-	if code != 0 || held4 || held6 {
-		return fmt.Errorf("shutdown left state behind")
-	}
-	n.say("Demo complete.")
+	w.say("Demo complete.")
 	return nil
 }
 
-// waitHeld waits until both VIPs are (or are not) on n1 and says so.
-func waitHeld(node *lab.Host, held bool, n narrator, msg string) error {
+func (w *world) build() error {
+	for i := range 3 {
+		h, err := w.lab.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
+			netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
+		if err != nil {
+			return err
+		}
+		api, err := h.StartAPIServer(6443)
+		if err != nil {
+			return err
+		}
+		w.nodes, w.apis = append(w.nodes, h), append(w.apis, api)
+	}
+	c, err := w.lab.AddHost("client", netip.MustParsePrefix("192.0.2.2/24"), netip.MustParsePrefix("2001:db8::2/64"), false)
+	w.client, w.procs = c, make([]*lab.Process, 3)
+	if err != nil {
+		return err
+	}
+	w.say("Lab up: control-plane nodes n1 n2 n3 (192.0.2.11-13) each with a stand-in kube-apiserver, and a client, on one switch.")
+	for i := range w.nodes {
+		if err := w.startNode(i); err != nil {
+			return err
+		}
+	}
+	w.say("novaedge-cpvip started on all three: VIP %s + %s, VRRP every 100ms, health checks every 100ms.", vip4, vip6)
+	return nil
+}
+
+func (w *world) startNode(i int) error {
+	p, err := w.nodes[i].Start(w.nodes[i].Name, []string{
+		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
+		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms",
+		"NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent",
+	}, w.bin, "run")
+	w.procs[i] = p
+	return err
+}
+
+func (w *world) elect() error {
+	h, d, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("VRRP elected %s; it bound the VIP (%s after start of the wait).", w.nodes[h].Name, d)
+	return w.reach()
+}
+
+func (w *world) apiserverFails() error {
+	h, _, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("%s's kube-apiserver breaks: /livez answers 500.", w.nodes[h].Name)
+	_ = w.apis[h].Set(lab.ServerError)
+	next, d, err := w.waitHolder(h)
+	if err != nil {
+		return err
+	}
+	w.say("%s resigned after 3 failed checks (VRRP priority 0); %s holds the VIP %s later.", w.nodes[h].Name, w.nodes[next].Name, d)
+	if err := w.reach(); err != nil {
+		return err
+	}
+	_ = w.apis[h].Set(lab.OK)
+	w.say("%s's apiserver is repaired; it rejoins as backup and leaves the VIP where it is.", w.nodes[h].Name)
+	return nil
+}
+
+func (w *world) cableCut() error {
+	h, _, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("Pulling %s's cable (its switch port goes down).", w.nodes[h].Name)
+	_ = w.nodes[h].SetSwitchPort(false)
 	start := time.Now()
-	err := lab.Eventually(15*time.Second, func() error {
-		for _, p := range []netip.Prefix{vip4, vip6} {
-			if _, ok, err := node.Has(p); err != nil || ok != held {
-				return fmt.Errorf("%s held=%v, want %v (%v)", p, ok, held, err)
+	var next int
+	err = lab.Eventually(10*time.Second, func() error {
+		for i, n := range w.nodes {
+			if _, ok, _ := n.Has(vip4); ok && i != h {
+				next = i
+				return nil
 			}
 		}
-		return nil
+		return fmt.Errorf("no other holder")
 	})
 	if err != nil {
 		return err
 	}
-	n.say("%s (after %s).", msg, time.Since(start).Round(time.Millisecond))
+	w.say("%s heard no advertisement for the master down interval and took over after %s.", w.nodes[next].Name, time.Since(start).Round(time.Millisecond))
+	if err := w.reach(); err != nil {
+		return err
+	}
+	_ = w.nodes[h].SetSwitchPort(true)
+	h2, d, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("Cable back: the two masters met and settled on %s after %s; exactly one holder again.", w.nodes[h2].Name, d)
+	return w.reach()
+}
+
+func (w *world) gracefulStop() error {
+	h, _, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("systemctl stop on %s (SIGTERM).", w.nodes[h].Name)
+	_ = w.procs[h].Signal(syscall.SIGTERM)
+	next, d, err := w.waitHolder(h)
+	if err != nil {
+		return err
+	}
+	code, _ := w.procs[h].Wait(5 * time.Second)
+	w.say("%s sent priority 0, released the VIP and exited with code %d; %s took over %s later.", w.nodes[h].Name, code, w.nodes[next].Name, d)
+	if err := w.reach(); err != nil {
+		return err
+	}
+	return w.startNode(h)
+}
+
+func (w *world) stopAll() error {
+	for _, p := range w.procs {
+		_ = p.Signal(syscall.SIGTERM)
+	}
+	for _, p := range w.procs {
+		if code, err := p.Wait(5 * time.Second); err != nil || code != 0 {
+			return fmt.Errorf("stop: exit %d %v", code, err)
+		}
+	}
+	for _, n := range w.nodes {
+		for _, p := range []netip.Prefix{vip4, vip6} {
+			if _, ok, _ := n.Has(p); ok {
+				return fmt.Errorf("%s still holds %s after stopping", n.Name, p)
+			}
+		}
+	}
+	w.say("All three stopped with exit code 0; no node holds the VIP any more.")
 	return nil
 }
 
-func reach(client *lab.Host, n narrator) error {
+// waitHolder waits until exactly one node other than not holds both VIPs.
+func (w *world) waitHolder(not int) (int, time.Duration, error) {
+	start, holder := time.Now(), -1
+	err := lab.Eventually(15*time.Second, func() error {
+		holder = -1
+		for _, p := range []netip.Prefix{vip4, vip6} {
+			var hs []int
+			for i, n := range w.nodes {
+				if _, ok, _ := n.Has(p); ok {
+					hs = append(hs, i)
+				}
+			}
+			if len(hs) != 1 || hs[0] == not {
+				return fmt.Errorf("holders of %s: %v", p, hs)
+			}
+			holder = hs[0]
+		}
+		return nil
+	})
+	return holder, time.Since(start).Round(time.Millisecond), err
+}
+
+func (w *world) reach() error {
 	for _, vip := range []netip.Addr{vip4.Addr(), vip6.Addr()} {
 		var who string
 		err := lab.Eventually(5*time.Second, func() error {
 			var err error
-			who, err = client.Whoami(vip, 6443, time.Second)
+			who, err = w.client.Whoami(vip, 6443, time.Second)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("client cannot reach %s: %w", vip, err)
 		}
-		n.say("Client asked https://%s/whoami through the VIP: answered by %s.", netipHostPort(vip), who)
+		w.say("  client -> https://%s/whoami through the VIP: answered by %s", netip.AddrPortFrom(vip, 6443), who)
 	}
 	return nil
 }
-
-func netipHostPort(a netip.Addr) string { return netip.AddrPortFrom(a, 6443).String() }

@@ -232,4 +232,3 @@ func stats(ds []time.Duration) (median, p95 time.Duration) {
 	}
 	return rank(0.5), rank(0.95)
 }
-
