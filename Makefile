@@ -6,7 +6,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/...
-FUZZTIME ?= 10s
+# Executions per fuzz target. A count, not a duration: duration-based -fuzztime
+# can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
+FUZZTIME ?= 200000x
 
 .PHONY: all build deps lint unit e2e test fuzz bench demo clean
 
