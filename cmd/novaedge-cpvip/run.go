@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/novaedge/cpvip/internal/agent"
+	"github.com/novaedge/cpvip/internal/bgp"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/ifaddr"
@@ -31,13 +32,13 @@ func run(args []string, stderr io.Writer) int {
 	for _, w := range warnings {
 		log.Warn("Configuration warning", "warning", w)
 	}
-	if cfg.Mode != config.ModeL2 {
-		log.Error("BGP mode is not available in this build yet", "mode", cfg.Mode)
-		return exitFail
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	a, err := buildL2(ctx, cfg, log)
+	build := buildL2
+	if cfg.Mode == config.ModeBGP {
+		build = buildBGP
+	}
+	a, err := build(ctx, cfg, log)
 	if err != nil {
 		log.Error("Cannot start", "error", err)
 		return exitFail
@@ -47,15 +48,31 @@ func run(args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-// buildL2 wires health, the elector and the L2 announcer.
-func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
-	checker, err := health.New(health.Config{
+func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
+	c, err := health.New(health.Config{
 		URL: cfg.APIServerURL(), Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
 		TokenPath: cfg.SATokenPath, CAFile: cfg.CAFile,
 	}, log.With("component", "health"), time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("NOVAEDGE_CP_VIP_CA_FILE: %w", err)
+	}
+	return c, nil
+}
+
+// watchInterface starts the netlink watcher and returns the reconciler of the
+// VIPs on ifname and its event channel.
+func watchInterface(ctx context.Context, cfg *config.Config, ifname string, log *slog.Logger) (*reconcile.Reconciler, <-chan reconcile.Event) {
+	events := make(chan reconcile.Event, 8)
+	go ifaddr.Watch(ctx, ifname, events, log.With("component", "netlink"))
+	return reconcile.New(ifaddr.Link{Name: ifname}, cfg.VIPAddress), events
+}
+
+// buildL2 wires health, the VRRP elector and the L2 announcer.
+func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
+	checker, err := newChecker(cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	ifname := cfg.Interface
 	if ifname == "" {
@@ -64,9 +81,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.
 		}
 		log.Info("Detected interface", "interface", ifname)
 	}
-	events := make(chan reconcile.Event, 8)
-	go ifaddr.Watch(ctx, ifname, events, log.With("component", "netlink"))
-	rec := reconcile.New(ifaddr.Link{Name: ifname}, cfg.VIPAddress)
+	rec, events := watchInterface(ctx, cfg, ifname, log)
 	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
 		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	elector, err := buildVRRP(cfg, ifname, log)
@@ -95,4 +110,35 @@ func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elect
 		}, conn, log.With("component", "vrrp", "vip", vip)))
 	}
 	return vrrp.NewElector(instances, log), nil
+}
+
+// buildBGP wires health, "hold while healthy" and the BGP announcer: the
+// VIP on lo (or the configured interface) plus its route.
+func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
+	checker, err := newChecker(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ifname := cfg.Interface
+	if ifname == "" {
+		ifname = "lo"
+	}
+	peers := make([]bgp.Peer, 0, len(cfg.BGPPeerList()))
+	for _, p := range cfg.BGPPeerList() {
+		peers = append(peers, bgp.Peer{Address: p.Address, AS: p.AS})
+	}
+	communities := make([]uint32, len(cfg.BGPCommunities))
+	for i, c := range cfg.BGPCommunities {
+		communities[i] = c.Uint32()
+	}
+	speaker := bgp.New(bgp.Config{
+		LocalAS: cfg.BGPLocalAS, RouterID: cfg.BGPRouterID, Peers: peers, Password: cfg.BGPPassword,
+		HoldTime: cfg.BGPHoldTime, Multihop: uint8(cfg.BGPMultihop), NextHop: cfg.BGPNextHop, Communities: communities,
+	}, log.With("component", "bgp"))
+	if err := speaker.Start(ctx); err != nil {
+		return nil, err
+	}
+	rec, events := watchInterface(ctx, cfg, ifname, log)
+	ann := bgp.NewAnnouncer(speaker, rec, cfg.VIPAddress, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
+	return &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}, nil
 }

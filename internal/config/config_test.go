@@ -149,6 +149,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"community", merge(bgp, map[string]string{"NOVAEDGE_BGP_COMMUNITIES": "65000:70000"}), "NOVAEDGE_BGP_COMMUNITIES"},
 		{"bfd auth key", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "keyed-sha1"}), "NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key): is required"},
 		{"secret redacted", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "simple", "NOVAEDGE_BFD_AUTH_KEY": "0123456789abcdefXYZ"}), `NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key)="<redacted>"`},
+		{"IPv6 VIP needs an IPv6 peer", merge(bgp, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128"}), "no peer of the address family of VIP 2001:db8::100/128"},
 		{"bfd without bgp", map[string]string{"NOVAEDGE_BFD_ENABLED": "true"}, "NOVAEDGE_BFD_ENABLED"},
 		{"bfd interval", merge(bgp, map[string]string{"NOVAEDGE_BFD_TX_INTERVAL": "0s"}), "NOVAEDGE_BFD_TX_INTERVAL"},
 		{"empty number is unset", map[string]string{"NOVAEDGE_CP_VIP_VRID": " ", "NOVAEDGE_CP_VIP_PRIORITY": "0"}, "NOVAEDGE_CP_VIP_PRIORITY"},

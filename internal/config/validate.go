@@ -132,6 +132,28 @@ func (c *Config) validateBGP() error {
 			return errorf("BGPPeers", c.BGPPeers, "%s is not a unicast address", p.Address)
 		}
 	}
+	if bgp {
+		return c.validateBGPFamilies()
+	}
+	return nil
+}
+
+// validateBGPFamilies: a VIP is announced over sessions of its own family
+// (an IPv6 route over an IPv4 session gets a mapped next hop routers reject).
+func (c *Config) validateBGPFamilies() error {
+	for _, vip := range c.VIPAddress {
+		found := false
+		for _, p := range c.BGPPeerList() {
+			found = found || p.Address.Is6() == vip.Addr().Is6()
+		}
+		if !found {
+			field := "BGPPeers"
+			if len(c.BGPPeers) == 0 {
+				field = "BGPPeerAddress"
+			}
+			return errorf(field, c.BGPPeerList(), "no peer of the address family of VIP %s (routes go over sessions of their own family)", vip)
+		}
+	}
 	return nil
 }
 

@@ -17,8 +17,11 @@ const (
 	LinkDown
 )
 
-// Hooks are the side effects a Loop runs after its steps.
+// Hooks are the side effects a Loop runs around its steps, in its goroutine.
 type Hooks struct {
+	// Before runs before each step with the desired set (BGP withdraws the
+	// routes of VIPs about to be removed).
+	Before func(desired map[netip.Prefix]bool)
 	// Changed sees every change a step made.
 	Changed func(Change)
 	// Reannounce runs after a step with VIPs that were held already and must
@@ -97,6 +100,9 @@ func (l *Loop) Run(ctx context.Context) {
 }
 
 func (l *Loop) apply(desired map[netip.Prefix]bool) []Change {
+	if l.hooks.Before != nil {
+		l.hooks.Before(desired)
+	}
 	changes := l.rec.Step(desired)
 	if l.hooks.Changed != nil {
 		for _, c := range changes {

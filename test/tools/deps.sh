@@ -10,6 +10,8 @@ declare -A want=(
   [tshark]=tshark
   [ping]=iputils-ping
   [keepalived]=keepalived
+  [vtysh]=frr
+  [bird]=bird2
 )
 
 missing=()

@@ -1,0 +1,243 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
+)
+
+// Peer is one BGP neighbour.
+type Peer struct {
+	Address netip.Addr
+	AS      uint32
+}
+
+// Config is what a Speaker needs; cmd fills it from config.Config.
+type Config struct {
+	LocalAS     uint32
+	RouterID    netip.Addr
+	Peers       []Peer
+	Password    string // TCP MD5 for every peer; never logged
+	HoldTime    time.Duration
+	Multihop    uint8 // eBGP multihop TTL; 0 = directly connected
+	NextHop     netip.Addr
+	Communities []uint32
+}
+
+// Timers we set instead of GoBGP's defaults (connect-retry 120 s, idle hold
+// after a reset 30 s): a session must come back within seconds.
+const (
+	connectRetry           = 1 // seconds
+	idleHoldTimeAfterReset = 1 // seconds
+)
+
+// PeerStatus is what /status and metrics show of a peer.
+type PeerStatus struct {
+	Address netip.Addr
+	AS      uint32
+	State   string // idle, connect, active, opensent, openconfirm, established
+	Since   time.Time
+	Reason  string // why it last went down, when known
+}
+
+// Speaker is the embedded BGP speaker.
+type Speaker struct {
+	cfg Config
+	log *slog.Logger
+	s   *server.BgpServer
+
+	mu    sync.Mutex
+	peers map[netip.Addr]*PeerStatus
+}
+
+// New returns a Speaker; Start runs it.
+func New(cfg Config, log *slog.Logger) *Speaker {
+	lv := new(slog.LevelVar)
+	lv.Set(slog.LevelWarn) // GoBGP is chatty at info
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		lv.Set(slog.LevelDebug)
+	}
+	sp := &Speaker{cfg: cfg, log: log, peers: map[netip.Addr]*PeerStatus{},
+		s: server.NewBgpServer(server.LoggerOption(log.With("component", "gobgp"), lv))}
+	for _, p := range cfg.Peers {
+		sp.peers[p.Address] = &PeerStatus{Address: p.Address, AS: p.AS, State: "idle", Since: time.Now()}
+	}
+	return sp
+}
+
+// Start starts the server, watches peer events and adds every peer.
+func (sp *Speaker) Start(ctx context.Context) error {
+	go sp.s.Serve()
+	err := sp.s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: sp.cfg.LocalAS, RouterId: sp.cfg.RouterID.String(), ListenPort: -1,
+	}})
+	if err != nil {
+		return fmt.Errorf("starting BGP: %w", err)
+	}
+	err = sp.s.WatchEvent(ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: sp.peerEvent}, server.WatchPeer())
+	if err != nil {
+		return fmt.Errorf("watching BGP peers: %w", err)
+	}
+	for _, p := range sp.cfg.Peers {
+		if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: sp.apiPeer(p)}); err != nil {
+			return fmt.Errorf("adding BGP peer %s: %w", p.Address, err)
+		}
+	}
+	return nil
+}
+
+func (sp *Speaker) apiPeer(p Peer) *api.Peer {
+	hold := uint64(sp.cfg.HoldTime / time.Second)
+	afi := api.Family_AFI_IP
+	if p.Address.Is6() {
+		afi = api.Family_AFI_IP6
+	}
+	peer := &api.Peer{
+		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.AS, AuthPassword: sp.cfg.Password},
+		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1),
+			ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleHoldTimeAfterReset}},
+		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
+			Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true}}},
+	}
+	if sp.cfg.Multihop > 0 {
+		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(sp.cfg.Multihop)}
+	}
+	return peer
+}
+
+// Announce advertises vip to the peers of its address family (idempotent).
+func (sp *Speaker) Announce(vip netip.Prefix) error {
+	p, err := sp.path(vip, false)
+	if err != nil {
+		return err
+	}
+	if _, err := sp.s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{p}}); err != nil {
+		return fmt.Errorf("announcing %s: %w", vip, err)
+	}
+	return nil
+}
+
+// Withdraw withdraws vip.
+func (sp *Speaker) Withdraw(vip netip.Prefix) error {
+	p, err := sp.path(vip, true)
+	if err != nil {
+		return err
+	}
+	if err := sp.s.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{p}}); err != nil {
+		return fmt.Errorf("withdrawing %s: %w", vip, err)
+	}
+	return nil
+}
+
+// path builds the route of vip as a host route (/32 or /128).
+func (sp *Speaker) path(vip netip.Prefix, withdraw bool) (*apiutil.Path, error) {
+	host := netip.PrefixFrom(vip.Addr(), vip.Addr().BitLen())
+	nlri, err := bgp.NewIPAddrPrefix(host)
+	if err != nil {
+		return nil, fmt.Errorf("building NLRI for %s: %w", host, err)
+	}
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	family := bgp.RF_IPv4_UC
+	nh := netip.IPv4Unspecified() // GoBGP puts the session's address in
+	if vip.Addr().Is6() {
+		family, nh = bgp.RF_IPv6_UC, netip.IPv6Unspecified()
+	}
+	if sp.cfg.NextHop.IsValid() && sp.cfg.NextHop.Is6() == vip.Addr().Is6() {
+		nh = sp.cfg.NextHop
+	}
+	if family == bgp.RF_IPv4_UC {
+		a, err := bgp.NewPathAttributeNextHop(nh)
+		if err != nil {
+			return nil, fmt.Errorf("next hop %s: %w", nh, err)
+		}
+		attrs = append(attrs, a)
+	} else {
+		a, err := bgp.NewPathAttributeMpReachNLRI(family, []bgp.PathNLRI{{NLRI: nlri}}, nh)
+		if err != nil {
+			return nil, fmt.Errorf("next hop %s: %w", nh, err)
+		}
+		attrs = append(attrs, a)
+	}
+	if len(sp.cfg.Communities) > 0 {
+		attrs = append(attrs, bgp.NewPathAttributeCommunities(sp.cfg.Communities))
+	}
+	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs, Withdrawal: withdraw}, nil
+}
+
+// ResetPeer drops the session with addr at once (BFD said the path is down);
+// it reconnects after the short idle hold.
+func (sp *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, why string) error {
+	return sp.s.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: why})
+}
+
+// Stop sends Cease to every peer and stops the server. Call it once.
+func (sp *Speaker) Stop() { sp.s.Stop() }
+
+func (sp *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
+	if ev.Type != apiutil.PEER_EVENT_STATE {
+		return
+	}
+	addr := ev.Peer.State.NeighborAddress
+	if !addr.IsValid() {
+		addr = ev.Peer.Conf.NeighborAddress
+	}
+	state := fsmName(ev.Peer.State.SessionState)
+	sp.mu.Lock()
+	ps, ok := sp.peers[addr]
+	if !ok || ps.State == state {
+		sp.mu.Unlock()
+		return
+	}
+	prev := ps.State
+	ps.State, ps.Since = state, at
+	if msg := ev.Peer.State.DisconnectMessage; msg != "" {
+		ps.Reason = msg
+	}
+	reason := ps.Reason
+	sp.mu.Unlock()
+	switch {
+	case state == "established":
+		sp.log.Info("BGP session established", "peer", addr, "as", ps.AS)
+	case prev == "established":
+		sp.log.Warn("BGP session down", "peer", addr, "state", state, "reason", reason)
+	default:
+		sp.log.Debug("BGP peer state changed", "peer", addr, "from", prev, "to", state)
+	}
+}
+
+// Peers returns a snapshot of every peer.
+func (sp *Speaker) Peers() []PeerStatus {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	out := make([]PeerStatus, 0, len(sp.cfg.Peers))
+	for _, p := range sp.cfg.Peers {
+		out = append(out, *sp.peers[p.Address])
+	}
+	return out
+}
+
+func fsmName(s bgp.FSMState) string {
+	switch s {
+	case bgp.BGP_FSM_IDLE:
+		return "idle"
+	case bgp.BGP_FSM_CONNECT:
+		return "connect"
+	case bgp.BGP_FSM_ACTIVE:
+		return "active"
+	case bgp.BGP_FSM_OPENSENT:
+		return "opensent"
+	case bgp.BGP_FSM_OPENCONFIRM:
+		return "openconfirm"
+	case bgp.BGP_FSM_ESTABLISHED:
+		return "established"
+	}
+	return "unknown"
+}

@@ -1,0 +1,192 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// FRR is Debian's FRR (zebra, bgpd, optionally bfdd) running in a host, with
+// its own sockets and config under a directory of its own; nothing touches
+// the machine's FRR.
+type FRR struct {
+	host    *Host
+	dir     string
+	daemons map[string]*Process
+}
+
+// FRRConfig is the configuration of each daemon; an empty BFD leaves bfdd out.
+type FRRConfig struct {
+	BGP string // bgpd.conf
+	BFD string // bfdd.conf
+}
+
+// StartFRR starts zebra, then bfdd and bgpd, in the foreground.
+func (h *Host) StartFRR(cfg FRRConfig) (*FRR, error) {
+	dir, err := os.MkdirTemp("", h.lab.Prefix+"-frr-")
+	if err != nil {
+		return nil, err
+	}
+	h.lab.mu.Lock()
+	h.lab.stops = append(h.lab.stops, func() { os.RemoveAll(dir) })
+	h.lab.mu.Unlock()
+	f := &FRR{host: h, dir: dir, daemons: map[string]*Process{}}
+	files := map[string]string{"zebra.conf": "log stdout informational\n", "bgpd.conf": "log stdout informational\n" + cfg.BGP}
+	if cfg.BFD != "" {
+		files["bfdd.conf"] = "log stdout informational\n" + cfg.BFD
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if out, err := exec.Command("chown", "-R", "frr:frr", dir).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("chown %s: %w: %s", dir, err, out)
+	}
+	if err := f.start("zebra"); err != nil {
+		return nil, err
+	}
+	if err := waitFile(filepath.Join(dir, "zserv.api"), 10*time.Second); err != nil {
+		return nil, fmt.Errorf("zebra in %s: %w", h.Name, err)
+	}
+	if cfg.BFD != "" {
+		if err := f.start("bfdd"); err != nil {
+			return nil, err
+		}
+	}
+	return f, f.start("bgpd")
+}
+
+func (f *FRR) start(daemon string) error {
+	args := []string{"/usr/lib/frr/" + daemon, "--vty_socket", f.dir, "-z", filepath.Join(f.dir, "zserv.api"), "-P", "0",
+		"-i", filepath.Join(f.dir, daemon+".pid"), "-f", filepath.Join(f.dir, daemon+".conf")}
+	if daemon == "bfdd" {
+		args = append(args, "--bfdctl", filepath.Join(f.dir, "bfdd.sock"))
+	}
+	p, err := f.host.Start(f.host.Name+"-"+daemon, nil, args...)
+	if err != nil {
+		return err
+	}
+	f.daemons[daemon] = p
+	return nil
+}
+
+// Restart kills a daemon (SIGKILL, as a crash) and starts it again.
+func (f *FRR) Restart(daemon string) error {
+	f.daemons[daemon].Kill()
+	return f.start(daemon)
+}
+
+// Kill ends a daemon.
+func (f *FRR) Kill(daemon string) { f.daemons[daemon].Kill() }
+
+// Vtysh runs one show command and returns its output.
+func (f *FRR) Vtysh(cmd string) (string, error) {
+	return f.host.Exec("vtysh", "--vty_socket", f.dir, "-c", cmd)
+}
+
+// NextHops returns the next hops of the kernel route to p installed by FRR
+// (sorted), or none when there is no such route.
+func (f *FRR) NextHops(p netip.Prefix) ([]netip.Addr, error) {
+	family := "ip"
+	if p.Addr().Is6() {
+		family = "ipv6"
+	}
+	out, err := f.Vtysh(fmt.Sprintf("show %s route %s json", family, p))
+	if err != nil {
+		return nil, err
+	}
+	var routes map[string][]struct {
+		Installed bool `json:"installed"`
+		Nexthops  []struct {
+			IP     string `json:"ip"`
+			Active bool   `json:"active"`
+			FIB    bool   `json:"fib"`
+		} `json:"nexthops"`
+	}
+	if err := json.Unmarshal([]byte(out), &routes); err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", out, err)
+	}
+	var hops []netip.Addr
+	for _, r := range routes[p.String()] {
+		if !r.Installed {
+			continue
+		}
+		for _, nh := range r.Nexthops {
+			if a, err := netip.ParseAddr(nh.IP); err == nil && nh.FIB {
+				hops = append(hops, a)
+			}
+		}
+	}
+	slices.SortFunc(hops, netip.Addr.Compare)
+	return slices.Compact(hops), nil
+}
+
+// KernelNextHops returns the next hops of the router's kernel route to p.
+func (h *Host) KernelNextHops(p netip.Prefix) ([]netip.Addr, error) {
+	family := "-4"
+	if p.Addr().Is6() {
+		family = "-6"
+	}
+	out, err := h.Exec("ip", "-j", family, "route", "show", p.String())
+	if err != nil {
+		return nil, err
+	}
+	var routes []struct {
+		Gateway  string `json:"gateway"`
+		Nexthops []struct {
+			Gateway string `json:"gateway"`
+		} `json:"nexthops"`
+	}
+	if err := json.Unmarshal([]byte(out), &routes); err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", out, err)
+	}
+	var hops []netip.Addr
+	for _, r := range routes {
+		gws := []string{r.Gateway}
+		for _, nh := range r.Nexthops {
+			gws = append(gws, nh.Gateway)
+		}
+		for _, g := range gws {
+			if a, err := netip.ParseAddr(g); err == nil {
+				hops = append(hops, a)
+			}
+		}
+	}
+	slices.SortFunc(hops, netip.Addr.Compare)
+	return hops, nil
+}
+
+// Established returns the neighbours FRR's bgpd has in Established.
+func (f *FRR) Established() ([]netip.Addr, error) {
+	out, err := f.Vtysh("show bgp neighbors json")
+	if err != nil {
+		return nil, err
+	}
+	var peers map[string]struct {
+		State string `json:"bgpState"`
+	}
+	if err := json.Unmarshal([]byte(out), &peers); err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", out, err)
+	}
+	var up []netip.Addr
+	for addr, p := range peers {
+		if a, err := netip.ParseAddr(addr); err == nil && p.State == "Established" {
+			up = append(up, a)
+		}
+	}
+	slices.SortFunc(up, netip.Addr.Compare)
+	return up, nil
+}
+
+func waitFile(path string, d time.Duration) error {
+	return Eventually(d, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
+}
