@@ -139,6 +139,6 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent
 		return nil, err
 	}
 	rec, events := watchInterface(ctx, cfg, ifname, log)
-	ann := bgp.NewAnnouncer(speaker, rec, cfg.VIPAddress, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
+	ann := bgp.NewAnnouncer(speaker, rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
 	return &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}, nil
 }

@@ -23,45 +23,35 @@ type Routes interface {
 type Announcer struct {
 	routes    Routes
 	loop      *reconcile.Loop
-	owned     []netip.Prefix
 	log       *slog.Logger
 	announced map[netip.Prefix]bool // loop goroutine only
 }
 
 // NewAnnouncer returns an Announcer binding through rec and announcing through routes.
-func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, owned []netip.Prefix, events <-chan reconcile.Event,
+func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, events <-chan reconcile.Event,
 	period time.Duration, log *slog.Logger) *Announcer {
-	a := &Announcer{routes: routes, owned: owned, log: log, announced: map[netip.Prefix]bool{}}
+	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]bool{}}
 	a.loop = reconcile.NewLoop(rec, events, period, reconcile.Hooks{
-		Before: a.before, Changed: a.changed, Reannounce: a.reannounce})
+		Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Stopping: a.stopping})
 	return a
 }
 
 // Hold binds vip and announces it (again, if it is bound already).
 func (a *Announcer) Hold(vip netip.Prefix) {
-	a.loop.Set(vip, true)
-	a.loop.Reannounce(vip)
+	a.loop.Hold(vip)
 }
 
 // Release withdraws vip, then removes it.
 func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
 
-// Run keeps the VIPs as decided until ctx ends; then it withdraws every
-// route, stops the speaker (Cease to every peer) and removes the VIPs.
-func (a *Announcer) Run(ctx context.Context) {
-	loopCtx, stopLoop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.loop.Run(loopCtx); close(done) }()
-	<-ctx.Done()
-	for _, vip := range a.owned {
-		if err := a.routes.Withdraw(vip); err != nil {
-			a.log.Warn("Withdrawing the VIP route failed", "address", vip, "error", err)
-		}
-	}
+// Run keeps the VIPs as decided until ctx ends; then, in the loop's
+// goroutine, it withdraws every route, stops the speaker (Cease to every
+// peer) and removes the VIPs.
+func (a *Announcer) Run(ctx context.Context) { a.loop.Run(ctx) }
+
+func (a *Announcer) stopping() {
 	a.log.Info("VIP routes withdrawn, stopping BGP (Cease to every peer)")
 	a.routes.Stop()
-	stopLoop()
-	<-done
 }
 
 func (a *Announcer) before(desired map[netip.Prefix]bool) {

@@ -57,8 +57,7 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 // Hold makes this node hold vip and announce it now: a VIP bound already
 // is announced again (the elector asks when it must win neighbours back).
 func (a *Announcer) Hold(vip netip.Prefix) {
-	a.loop.Set(vip, true)
-	a.loop.Reannounce(vip)
+	a.loop.Hold(vip)
 }
 
 // Release makes this node give vip up.

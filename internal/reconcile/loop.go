@@ -24,6 +24,9 @@ type Hooks struct {
 	Before func(desired map[netip.Prefix]bool)
 	// Changed sees every change a step made.
 	Changed func(Change)
+	// Stopping runs once at shutdown, after Before withdrew everything and
+	// before the final step removes the VIPs (BGP stops its speaker here).
+	Stopping func()
 	// Reannounce runs after a step with VIPs that were held already and must
 	// be announced again: all of them after the link came up, or the ones
 	// asked for by Reannounce.
@@ -58,10 +61,12 @@ func (l *Loop) Set(vip netip.Prefix, hold bool) {
 	l.wake()
 }
 
-// Reannounce asks for vip to be announced again after the next step if it
-// was held already (a VIP bound by that step is announced as installed).
-func (l *Loop) Reannounce(vip netip.Prefix) {
+// Hold makes vip desired and, in the same request, asks for it to be
+// announced again after the next step if it was held already (a VIP bound by
+// that step is announced as installed).
+func (l *Loop) Hold(vip netip.Prefix) {
 	l.mu.Lock()
+	l.desired[vip] = true
 	l.again[vip] = true
 	l.mu.Unlock()
 	l.wake()
@@ -103,6 +108,10 @@ func (l *Loop) apply(desired map[netip.Prefix]bool) []Change {
 	if l.hooks.Before != nil {
 		l.hooks.Before(desired)
 	}
+	return l.step(desired)
+}
+
+func (l *Loop) step(desired map[netip.Prefix]bool) []Change {
 	changes := l.rec.Step(desired)
 	if l.hooks.Changed != nil {
 		for _, c := range changes {
@@ -119,9 +128,15 @@ func (l *Loop) releaseAll() {
 		l.desired[vip] = false
 	}
 	l.mu.Unlock()
+	desired, _ := l.snapshot()
+	if l.hooks.Before != nil {
+		l.hooks.Before(desired)
+	}
+	if l.hooks.Stopping != nil {
+		l.hooks.Stopping()
+	}
 	for range 2 {
-		desired, _ := l.snapshot()
-		if !hasFailure(l.apply(desired)) {
+		if !hasFailure(l.step(desired)) {
 			return
 		}
 	}

@@ -185,8 +185,7 @@ func TestLoop(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no LinkUp hook")
 	}
-	l.Reannounce(vip4) // held: announced again
-	l.Reannounce(vip6) // not held: nothing
+	l.Hold(vip4) // held: announced again
 	select {
 	case held := <-linkUp:
 		if !slices.Equal(held, []netip.Prefix{vip4}) {
