@@ -1,8 +1,10 @@
-// Command demo runs novaedge-cpvip's main job in a namespace lab and narrates
-// it: three control-plane nodes with stand-in kube-apiservers and a client on
-// one switch. VRRP elects one holder of the dual-stack VIP; the VIP follows
-// the healthy nodes through an apiserver failure, a cut cable and a graceful
-// stop, and the client is answered through it all along.
+// Command demo runs novaedge-cpvip's main job in namespace labs and narrates
+// it. L2 mode: three control-plane nodes with stand-in kube-apiservers and a
+// client on one switch; VRRP elects one holder of the dual-stack VIP, and the
+// VIP follows the healthy nodes through an apiserver failure, a cut cable and
+// a graceful stop while the client is answered all along. BGP mode: the same
+// nodes behind an FRR router announce the VIP; the router spreads the
+// client's connections and drops a node's route when it fails or stops.
 // Run it as root: sudo make demo.
 package main
 
@@ -69,6 +71,9 @@ func demo(bin string, verbose bool) error {
 			return err
 		}
 		time.Sleep(time.Second)
+	}
+	if err := bgpDemo(w, logf); err != nil {
+		return err
 	}
 	w.say("Demo complete.")
 	return nil

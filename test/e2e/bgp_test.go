@@ -76,35 +76,14 @@ func newBGPLab(t testing.TB, n int) *bgpLab {
 // frrConfig is the router's bgpd.conf: every node a neighbour in AS 65002,
 // over IPv4 and (v6) IPv6, with ECMP; password applies to every neighbour.
 func (b *bgpLab) frrConfig(v6 bool, password string) string {
-	var s strings.Builder
-	s.WriteString("router bgp 65001\n bgp router-id 198.51.100.1\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n")
-	var v4n, v6n []string
+	var neighbors []netip.Addr
 	for i := range b.nodes {
-		v4n = append(v4n, nodeV4(i).String())
+		neighbors = append(neighbors, nodeV4(i))
 		if v6 {
-			v6n = append(v6n, nodeV6(i).String())
+			neighbors = append(neighbors, nodeV6(i))
 		}
 	}
-	for _, n := range append(slices.Clone(v4n), v6n...) {
-		fmt.Fprintf(&s, " neighbor %s remote-as 65002\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", n, n, n)
-		if password != "" {
-			fmt.Fprintf(&s, " neighbor %s password %s\n", n, password)
-		}
-	}
-	for _, af := range []struct {
-		name string
-		ns   []string
-	}{{"ipv4", v4n}, {"ipv6", v6n}} {
-		if len(af.ns) == 0 {
-			continue
-		}
-		fmt.Fprintf(&s, " address-family %s unicast\n  maximum-paths 8\n", af.name)
-		for _, n := range af.ns {
-			fmt.Fprintf(&s, "  neighbor %s activate\n", n)
-		}
-		s.WriteString(" exit-address-family\n")
-	}
-	return s.String()
+	return lab.BGPRouterConfig(routerV4, 65002, neighbors, password)
 }
 
 func (b *bgpLab) startFRR(t testing.TB, v6 bool, password string) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -189,4 +190,35 @@ func waitFile(path string, d time.Duration) error {
 		_, err := os.Stat(path)
 		return err
 	})
+}
+
+// BGPRouterConfig renders the router's bgpd.conf: AS 65001, every neighbour
+// in peerAS, activated in its own address family with ECMP (maximum-paths 8),
+// 3/9 s timers, connect retry 1 s, and the MD5 password if set.
+func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr, password string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "router bgp 65001\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerID)
+	for _, n := range neighbors {
+		fmt.Fprintf(&s, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", n, peerAS, n, n)
+		if password != "" {
+			fmt.Fprintf(&s, " neighbor %s password %s\n", n, password)
+		}
+	}
+	for _, af := range []string{"ipv4", "ipv6"} {
+		var active []netip.Addr
+		for _, n := range neighbors {
+			if n.Is6() == (af == "ipv6") {
+				active = append(active, n)
+			}
+		}
+		if len(active) == 0 {
+			continue
+		}
+		fmt.Fprintf(&s, " address-family %s unicast\n  maximum-paths 8\n", af)
+		for _, n := range active {
+			fmt.Fprintf(&s, "  neighbor %s activate\n", n)
+		}
+		s.WriteString(" exit-address-family\n")
+	}
+	return s.String()
 }
