@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/novaedge/cpvip/internal/agent"
+	"github.com/novaedge/cpvip/internal/bfd"
 	"github.com/novaedge/cpvip/internal/bgp"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
@@ -138,7 +139,68 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent
 	if err := speaker.Start(ctx); err != nil {
 		return nil, err
 	}
+	var routes bgp.Routes = speaker
+	if cfg.BFDEnabled {
+		mgr, err := startBFD(cfg, peers, speaker, log)
+		if err != nil {
+			return nil, err
+		}
+		routes = bfdFirst{Speaker: speaker, bfd: mgr}
+	}
 	rec, events := watchInterface(ctx, cfg, ifname, log)
-	ann := bgp.NewAnnouncer(speaker, rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
+	ann := bgp.NewAnnouncer(routes, rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
 	return &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}, nil
+}
+
+// startBFD runs one BFD session per BGP peer; a session going Down resets
+// that BGP session at once.
+func startBFD(cfg *config.Config, peers []bgp.Peer, speaker *bgp.Speaker, log *slog.Logger) (*bfd.Manager, error) {
+	addrs := make([]netip.Addr, len(peers))
+	for i, p := range peers {
+		addrs[i] = p.Address
+	}
+	var key *bfd.Key
+	if cfg.BFDAuth != config.BFDAuthNone {
+		key = &bfd.Key{Type: bfdAuthType(cfg.BFDAuth), ID: 1, Secret: []byte(cfg.BFDAuthKey)}
+	}
+	mgr, err := bfd.NewManager(bfd.Config{DesiredMinTx: cfg.BFDTxInterval, RequiredMinRx: cfg.BFDRxInterval,
+		DetectMult: uint8(cfg.BFDDetectMult), Key: key}, addrs, func(c bfd.Change) {
+		if c.Prev == bfd.Up && c.State == bfd.Down {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := speaker.ResetPeer(ctx, c.Peer, "BFD session down"); err != nil {
+				log.Warn("Resetting BGP session after BFD down failed", "peer", c.Peer, "error", err)
+			}
+		}
+	}, log.With("component", "bfd"))
+	if err != nil {
+		return nil, err
+	}
+	mgr.Start()
+	return mgr, nil
+}
+
+func bfdAuthType(a config.BFDAuth) bfd.AuthType {
+	switch a {
+	case config.BFDAuthSimple:
+		return bfd.AuthSimple
+	case config.BFDAuthKeyedSHA1:
+		return bfd.AuthKeyedSHA1
+	case config.BFDAuthMeticulousSHA1:
+		return bfd.AuthMeticulousSHA1
+	}
+	return bfd.AuthNone
+}
+
+// bfdFirst takes the BFD sessions AdminDown before GoBGP stops, so routers
+// drop our routes at once (spec section 7).
+type bfdFirst struct {
+	*bgp.Speaker
+	bfd *bfd.Manager
+}
+
+// Stop implements bgp.Routes.
+func (b bfdFirst) Stop() {
+	b.bfd.Shutdown()
+	b.Speaker.Stop()
 }

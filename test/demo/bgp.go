@@ -57,7 +57,7 @@ func bgpDemo(w *world, logf func(string, ...any)) error {
 	if err := router.Router(); err != nil {
 		return err
 	}
-	if _, err := router.StartFRR(lab.FRRConfig{BGP: lab.BGPRouterConfig(routerID, 65002, addrs, "")}); err != nil {
+	if _, err := router.StartFRR(lab.FRRConfig{BGP: lab.BGPRouterConfig(routerID, 65002, addrs, "", false)}); err != nil {
 		return err
 	}
 	w.say("BGP mode. New lab: router r (FRR, AS 65001) with n1 n2 n3 (198.51.100.11-13) on one side and a client on the other.")

@@ -83,7 +83,7 @@ func (b *bgpLab) frrConfig(v6 bool, password string) string {
 			neighbors = append(neighbors, nodeV6(i))
 		}
 	}
-	return lab.BGPRouterConfig(routerV4, 65002, neighbors, password)
+	return lab.BGPRouterConfig(routerV4, 65002, neighbors, password, false)
 }
 
 func (b *bgpLab) startFRR(t testing.TB, v6 bool, password string) {

@@ -194,14 +194,18 @@ func waitFile(path string, d time.Duration) error {
 
 // BGPRouterConfig renders the router's bgpd.conf: AS 65001, every neighbour
 // in peerAS, activated in its own address family with ECMP (maximum-paths 8),
-// 3/9 s timers, connect retry 1 s, and the MD5 password if set.
-func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr, password string) string {
+// 3/9 s timers, connect retry 1 s, the MD5 password if set, and BFD with the
+// profile "fast" (see BFDRouterConfig) when bfd is true.
+func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr, password string, bfd bool) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "router bgp 65001\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerID)
 	for _, n := range neighbors {
 		fmt.Fprintf(&s, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", n, peerAS, n, n)
 		if password != "" {
 			fmt.Fprintf(&s, " neighbor %s password %s\n", n, password)
+		}
+		if bfd {
+			fmt.Fprintf(&s, " neighbor %s bfd\n neighbor %s bfd profile fast\n", n, n)
 		}
 	}
 	for _, af := range []string{"ipv4", "ipv6"} {
@@ -221,4 +225,66 @@ func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr,
 		s.WriteString(" exit-address-family\n")
 	}
 	return s.String()
+}
+
+// BFDRouterConfig renders bfdd.conf: a profile "fast" with the interval in
+// milliseconds and the multiplier; the sessions come from bgpd's "neighbor X
+// bfd profile fast". FRR 8.4's bgpd registers each session with local
+// 0.0.0.0, and when BGP is established deletes it and registers it again with
+// the local address: every BFD peer sees one reset then.
+func BFDRouterConfig(intervalMs, mult int) string {
+	return fmt.Sprintf("bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n",
+		intervalMs, intervalMs, mult)
+}
+
+// BFDPeer is what FRR's bfdd shows of a session.
+type BFDPeer struct {
+	Peer         string `json:"peer"`
+	Status       string `json:"status"`
+	Diagnostic   string `json:"diagnostic"`
+	RemoteDiag   string `json:"remote-diagnostic"`
+	RxInterval   int    `json:"receive-interval"`
+	TxInterval   int    `json:"transmit-interval"`
+	RemoteRx     int    `json:"remote-receive-interval"`
+	RemoteTx     int    `json:"remote-transmit-interval"`
+	RemoteDetect int    `json:"remote-detect-multiplier"`
+	Uptime       int    `json:"uptime"`
+	Downtime     int    `json:"downtime"`
+}
+
+// BFDPeers returns bfdd's sessions by peer address.
+func (f *FRR) BFDPeers() (map[string]BFDPeer, error) {
+	out, err := f.Vtysh("show bfd peers json")
+	if err != nil {
+		return nil, err
+	}
+	var peers []BFDPeer
+	if err := json.Unmarshal([]byte(out), &peers); err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", out, err)
+	}
+	m := map[string]BFDPeer{}
+	for _, p := range peers {
+		m[p.Peer] = p
+	}
+	return m, nil
+}
+
+// BFDDownEvents returns how often each session went down, by peer.
+func (f *FRR) BFDDownEvents() (map[string]int, error) {
+	out, err := f.Vtysh("show bfd peers counters json")
+	if err != nil {
+		return nil, err
+	}
+	var peers []struct {
+		Peer string `json:"peer"`
+		Down int    `json:"session-down-events"`
+	}
+	if err := json.Unmarshal([]byte(out), &peers); err != nil {
+		return nil, fmt.Errorf("parsing %q: %w", out, err)
+	}
+	m := map[string]int{}
+	for _, p := range peers {
+		m[p.Peer] = p.Down
+	}
+	return m, nil
 }
