@@ -39,7 +39,11 @@ func (h *Host) StartFRR(cfg FRRConfig) (*FRR, error) {
 	f := &FRR{host: h, dir: dir, daemons: map[string]*Process{}}
 	files := map[string]string{"zebra.conf": "log stdout informational\n", "bgpd.conf": "log stdout informational\n" + cfg.BGP}
 	if cfg.BFD != "" {
-		files["bfdd.conf"] = "log stdout informational\n" + cfg.BFD
+		level := "informational"
+		if strings.Contains(cfg.BFD, "debug ") {
+			level = "debugging" // FRR prints its debug lines only then
+		}
+		files["bfdd.conf"] = "log stdout " + level + "\n" + cfg.BFD
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -82,6 +86,9 @@ func (f *FRR) Restart(daemon string) error {
 	f.daemons[daemon].Kill()
 	return f.start(daemon)
 }
+
+// Daemon returns a daemon's process (its output is its log).
+func (f *FRR) Daemon(name string) *Process { return f.daemons[name] }
 
 // Kill ends a daemon.
 func (f *FRR) Kill(daemon string) { f.daemons[daemon].Kill() }
@@ -197,10 +204,19 @@ func waitFile(path string, d time.Duration) error {
 // 3/9 s timers, connect retry 1 s, the MD5 password if set, and BFD with the
 // profile "fast" (see BFDRouterConfig) when bfd is true.
 func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr, password string, bfd bool) string {
+	as := map[netip.Addr]uint32{}
+	for _, n := range neighbors {
+		as[n] = peerAS
+	}
+	return BGPRouterConfigAS(routerID, neighbors, as, password, bfd)
+}
+
+// BGPRouterConfigAS is BGPRouterConfig with an AS per neighbour.
+func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip.Addr]uint32, password string, bfd bool) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "router bgp 65001\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerID)
 	for _, n := range neighbors {
-		fmt.Fprintf(&s, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", n, peerAS, n, n)
+		fmt.Fprintf(&s, " neighbor %s remote-as %d\n neighbor %s timers 3 9\n neighbor %s timers connect 1\n", n, as[n], n, n)
 		if password != "" {
 			fmt.Fprintf(&s, " neighbor %s password %s\n", n, password)
 		}

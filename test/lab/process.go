@@ -153,3 +153,10 @@ func containsAll(s string, parts []string) bool {
 	}
 	return true
 }
+
+// Line returns output line i.
+func (p *Process) Line(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lines[i]
+}
