@@ -27,6 +27,7 @@ const usage = `novaedge-cpvip: a control-plane VIP manager for Kubernetes.
 Usage:
   novaedge-cpvip [run] [flags]        run the daemon (the default)
   novaedge-cpvip check-config [flags] validate the configuration and print it
+  novaedge-cpvip status [-o json]     show the running daemon's state
   novaedge-cpvip version              print the version
 
 Configuration comes from NOVAEDGE_* environment variables, --env-file PATH and
@@ -47,6 +48,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return run(args, stderr)
 	case "check-config":
 		return checkConfig(args, stdout, stderr)
+	case "status":
+		return statusCmd(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "novaedge-cpvip", version)
 		return exitOK

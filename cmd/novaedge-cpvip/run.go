@@ -18,6 +18,7 @@ import (
 	"github.com/novaedge/cpvip/internal/ifaddr"
 	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/status"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
@@ -39,13 +40,24 @@ func run(args []string, stderr io.Writer) int {
 	if cfg.Mode == config.ModeBGP {
 		build = buildBGP
 	}
-	a, err := build(ctx, cfg, log)
+	d, err := build(ctx, cfg, log)
 	if err != nil {
 		log.Error("Cannot start", "error", err)
 		return exitFail
 	}
+	d.cfg, d.started, d.journal = cfg, time.Now(), status.NewJournal(time.Now)
+	d.agent.Journal = d.journal
+	if cfg.MetricsAddr != "" {
+		m := status.NewMetrics(d.snapshot, d.journal)
+		d.checker.OnResult = func(r health.Result) { m.ObserveCheck(r.Duration) }
+		if err := status.Serve(ctx, cfg.MetricsAddr, status.Handler(m, d.snapshot), log); err != nil {
+			log.Error("Cannot serve metrics and status", "addr", cfg.MetricsAddr, "error", err)
+			return exitFail
+		}
+	}
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
-	a.Run(ctx)
+	d.ready.Store(true)
+	d.agent.Run(ctx)
 	return exitOK
 }
 
@@ -70,7 +82,7 @@ func watchInterface(ctx context.Context, cfg *config.Config, ifname string, log 
 }
 
 // buildL2 wires health, the VRRP elector and the L2 announcer.
-func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
+func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	checker, err := newChecker(cfg, log)
 	if err != nil {
 		return nil, err
@@ -89,7 +101,8 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.
 	if err != nil {
 		return nil, err
 	}
-	return &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log}, nil
+	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
+		checker: checker, rec: rec, ifname: ifname, vrrp: elector}, nil
 }
 
 // buildVRRP opens one VRRP instance per VIP (one per address family).
@@ -115,7 +128,7 @@ func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elect
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the
 // VIP on lo (or the configured interface) plus its route.
-func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent.Agent, error) {
+func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	checker, err := newChecker(cfg, log)
 	if err != nil {
 		return nil, err
@@ -139,17 +152,19 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*agent
 	if err := speaker.Start(ctx); err != nil {
 		return nil, err
 	}
+	d := &daemon{checker: checker, ifname: ifname, speaker: speaker}
 	var routes bgp.Routes = speaker
 	if cfg.BFDEnabled {
-		mgr, err := startBFD(cfg, peers, speaker, log)
-		if err != nil {
+		if d.bfd, err = startBFD(cfg, peers, speaker, log); err != nil {
 			return nil, err
 		}
-		routes = bfdFirst{Speaker: speaker, bfd: mgr}
+		routes = bfdFirst{Speaker: speaker, bfd: d.bfd}
 	}
-	rec, events := watchInterface(ctx, cfg, ifname, log)
-	ann := bgp.NewAnnouncer(routes, rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
-	return &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}, nil
+	var events <-chan reconcile.Event
+	d.rec, events = watchInterface(ctx, cfg, ifname, log)
+	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
+	d.agent = &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}
+	return d, nil
 }
 
 // startBFD runs one BFD session per BGP peer; a session going Down resets

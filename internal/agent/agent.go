@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 
@@ -30,12 +31,24 @@ type Announcer interface {
 	Run(ctx context.Context)
 }
 
+// Journal records transitions for status: to is held, released, healthy or unhealthy.
+type Journal interface {
+	Add(to, vip, reason string)
+}
+
 // Agent is the daemon's main loop.
 type Agent struct {
 	Health    HealthChecker
 	Elector   Elector
 	Announcer Announcer
 	Log       *slog.Logger
+	Journal   Journal // optional
+}
+
+func (a *Agent) record(to, vip, reason string) {
+	if a.Journal != nil {
+		a.Journal.Add(to, vip, reason)
+	}
 }
 
 // Run runs until ctx ends, then resigns, releases everything and returns.
@@ -55,8 +68,10 @@ func (a *Agent) Run(ctx context.Context) {
 	go func() {
 		a.Elector.Run(electCtx, func(vip netip.Prefix, hold bool) {
 			if hold {
+				a.record("held", vip.String(), "elected")
 				a.Announcer.Hold(vip)
 			} else {
+				a.record("released", vip.String(), "not elected")
 				a.Announcer.Release(vip)
 			}
 		})
@@ -67,6 +82,11 @@ func (a *Agent) Run(ctx context.Context) {
 		select {
 		case tr := <-transitions:
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
+			reason := tr.Last.Reason
+			if reason == "" {
+				reason = fmt.Sprintf("status %d", tr.Last.Status)
+			}
+			a.record(tr.State.String(), "", reason)
 			a.Elector.SetCandidate(tr.State == health.Healthy)
 			continue
 		case <-ctx.Done():

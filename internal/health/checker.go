@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -49,7 +50,27 @@ type Checker struct {
 	lastErr string
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
+
+	mu    sync.Mutex // guards stats, read by status
+	stats Stats
 }
+
+// Stats is what status shows of the checks.
+type Stats struct {
+	State            State
+	Last             Result
+	Success, Failure uint64
+}
+
+// Stats returns a snapshot of the checks so far.
+func (c *Checker) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// URL is the checked endpoint.
+func (c *Checker) URL() string { return c.cfg.URL }
 
 // New builds a Checker. It fails if CAFile is set but unusable.
 func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
@@ -164,6 +185,14 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	}
 	prev := c.thr.state
 	state, changed := c.thr.observe(r.OK)
+	c.mu.Lock()
+	c.stats.State, c.stats.Last = state, r
+	if r.OK {
+		c.stats.Success++
+	} else {
+		c.stats.Failure++
+	}
+	c.mu.Unlock()
 	if !r.OK {
 		lvl := slog.LevelDebug
 		if prev == Healthy {

@@ -54,6 +54,8 @@ func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
 // converged state issues no mutation. A VIP absent from desired is undecided
 // (say, health not known yet after start) and left as it is.
 func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	actual, err := r.addrs.List()
 	if err != nil {
 		return r.count([]Change{{Action: Failed, Err: fmt.Errorf("listing addresses: %w", err)}})
@@ -107,12 +109,17 @@ func (r *Reconciler) remove(vip netip.Prefix, present []netip.Prefix) Change {
 }
 
 func (r *Reconciler) count(changes []Change) []Change {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, c := range changes {
 		r.counts[c.Action]++
 	}
 	return changes
+}
+
+// Held reports whether this node holds vip (installed and present at the last step).
+func (r *Reconciler) Held(vip netip.Prefix) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held[vip.Addr()]
 }
 
 // Counts returns a copy of the totals.

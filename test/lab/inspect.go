@@ -134,3 +134,19 @@ func Eventually(d time.Duration, cond func() error) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// HTTPGet fetches a plain-HTTP URL from inside the host's namespace and
+// returns the status code and body.
+func (h *Host) HTTPGet(url string) (int, string, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext:       func(ctx context.Context, _, addr string) (net.Conn, error) { return h.Dial(ctx, addr) },
+		DisableKeepAlives: true,
+	}}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}

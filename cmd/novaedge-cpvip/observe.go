@@ -1,0 +1,85 @@
+package main
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/agent"
+	"github.com/novaedge/cpvip/internal/bfd"
+	"github.com/novaedge/cpvip/internal/bgp"
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/status"
+	"github.com/novaedge/cpvip/internal/vrrp"
+)
+
+// daemon is the wired daemon: the agent that runs it and the parts status reads.
+type daemon struct {
+	agent   *agent.Agent
+	cfg     *config.Config
+	checker *health.Checker
+	rec     *reconcile.Reconciler
+	ifname  string
+	vrrp    *vrrp.Elector // l2
+	speaker *bgp.Speaker  // bgp
+	bfd     *bfd.Manager  // bgp with BFD
+	journal *status.Journal
+	started time.Time
+	ready   atomic.Bool
+}
+
+// snapshot reads every part; it only observes.
+func (d *daemon) snapshot() status.Snapshot {
+	st := d.checker.Stats()
+	s := status.Snapshot{
+		Version: version, Mode: string(d.cfg.Mode), Interface: d.ifname, Started: d.started, Ready: d.ready.Load(),
+		Health: status.Health{State: st.State.String(), URL: d.checker.URL(), LastStatus: st.Last.Status,
+			LastReason: st.Last.Reason, LastDuration: st.Last.Duration,
+			Checks: map[string]uint64{"success": st.Success, "failure": st.Failure}},
+		Reconcile:   map[string]uint64{},
+		Drops:       map[string]map[string]uint64{},
+		Transitions: d.journal.Recent(),
+	}
+	for _, vip := range d.cfg.VIPAddress {
+		s.VIPs = append(s.VIPs, status.VIP{Address: vip.String(), Held: d.rec.Held(vip)})
+	}
+	for a, n := range d.rec.Counts() {
+		s.Reconcile[string(a)] = n
+	}
+	if d.vrrp != nil {
+		drops := map[string]uint64{}
+		for _, in := range d.vrrp.Statuses() {
+			s.VRRP = append(s.VRRP, status.VRRP{VIP: in.VIP.String(), State: in.State.String(), Master: addrString(in.Master.String()),
+				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason})
+			for r, n := range in.Drops {
+				drops[string(r)] += n
+			}
+		}
+		s.Drops["vrrp"] = drops
+	}
+	if d.speaker != nil {
+		for _, p := range d.speaker.Peers() {
+			s.BGPPeers = append(s.BGPPeers, status.BGPPeer{Address: p.Address.String(), AS: p.AS, State: p.State, Since: p.Since, Reason: p.Reason})
+		}
+	}
+	if d.bfd != nil {
+		for _, b := range d.bfd.Sessions() {
+			s.BFD = append(s.BFD, status.BFDSession{Peer: b.Peer.String(), State: b.State.String(), Diag: b.Diag.String(),
+				RemoteDiag: b.RemoteDiag.String(), TxInterval: b.TxInterval, RxInterval: b.RxInterval, Since: b.Since})
+		}
+		drops := map[string]uint64{}
+		for r, n := range d.bfd.Drops() {
+			drops[string(r)] = n
+		}
+		s.Drops["bfd"] = drops
+	}
+	return s
+}
+
+func addrString(s string) string {
+	if s == "invalid IP" {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/status"
+)
+
+// statusCmd prints the running daemon's /status as a table, or as JSON.
+func statusCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("novaedge-cpvip status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	def := os.Getenv("NOVAEDGE_CP_VIP_METRICS_ADDR")
+	if def == "" {
+		def = "127.0.0.1:9450"
+	}
+	addr := fs.String("metrics-addr", def, "address of the daemon's status endpoint (NOVAEDGE_CP_VIP_METRICS_ADDR)")
+	out := fs.String("o", "table", "output: table or json")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitConfig
+	}
+	if *out != "table" && *out != "json" {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: -o must be table or json, not %q\n", *out)
+		return exitConfig
+	}
+	client := &http.Client{Timeout: 3 * time.Second}
+	resp, err := client.Get("http://" + *addr + "/status")
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: cannot reach the daemon at %s: is novaedge-cpvip running, with NOVAEDGE_CP_VIP_METRICS_ADDR=%s? (%v)\n", *addr, *addr, rootCause(err))
+		return exitFail
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: %s answered %s %v\n", *addr, resp.Status, err)
+		return exitFail
+	}
+	if *out == "json" {
+		_, _ = stdout.Write(body)
+		return exitOK
+	}
+	var s status.Snapshot
+	if err := json.Unmarshal(body, &s); err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: %s did not answer with a status: %v\n", *addr, err)
+		return exitFail
+	}
+	printStatus(stdout, &s)
+	return exitOK
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func printStatus(w io.Writer, s *status.Snapshot) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	defer tw.Flush()
+	up := time.Since(s.Started).Round(time.Second)
+	fmt.Fprintf(tw, "novaedge-cpvip %s\tmode %s\tinterface %s\tup %s\tready %v\n", s.Version, s.Mode, s.Interface, up, s.Ready)
+	fmt.Fprintf(tw, "apiserver\t%s\t%s\tchecks ok %d / failed %d\t%s\n", s.Health.State, s.Health.URL,
+		s.Health.Checks["success"], s.Health.Checks["failure"], s.Health.LastReason)
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "VIP\tHELD")
+	for _, v := range s.VIPs {
+		fmt.Fprintf(tw, "%s\t%s\n", v.Address, yesNo(v.Held))
+	}
+	if len(s.VRRP) > 0 {
+		fmt.Fprintln(tw, "\nVRRP\tSTATE\tMASTER\tSENT\tRECEIVED\tSINCE\tREASON")
+		for _, v := range s.VRRP {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", v.VIP, v.State, v.Master, v.Sent, v.Received, ago(v.Since), v.Reason)
+		}
+	}
+	if len(s.BGPPeers) > 0 {
+		fmt.Fprintln(tw, "\nBGP PEER\tAS\tSTATE\tSINCE\tREASON")
+		for _, p := range s.BGPPeers {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", p.Address, p.AS, p.State, ago(p.Since), p.Reason)
+		}
+	}
+	if len(s.BFD) > 0 {
+		fmt.Fprintln(tw, "\nBFD PEER\tSTATE\tTX\tRX\tDIAG\tREMOTE DIAG\tSINCE")
+		for _, b := range s.BFD {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Peer, b.State, b.TxInterval, b.RxInterval, b.Diag, b.RemoteDiag, ago(b.Since))
+		}
+	}
+	if n := len(s.Transitions); n > 0 {
+		fmt.Fprintln(tw, "\nLAST TRANSITIONS\t\t\t")
+		for _, t := range s.Transitions[max(0, n-5):] {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.At.Format(time.TimeOnly), t.To, t.VIP, t.Reason)
+		}
+	}
+	var drops []string
+	for proto, rs := range s.Drops {
+		for r, n := range rs {
+			if n > 0 {
+				drops = append(drops, fmt.Sprintf("%s/%s=%d", proto, r, n))
+			}
+		}
+	}
+	if len(drops) > 0 {
+		fmt.Fprintf(tw, "\ndropped packets\t%s\n", strings.Join(drops, " "))
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
+}

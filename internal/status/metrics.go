@@ -1,0 +1,98 @@
+package status
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+const ns = "novaedge_cpvip"
+
+// Metrics exposes a Snapshot in Prometheus form, plus the health check
+// duration histogram, which must see every check.
+type Metrics struct {
+	Registry *prometheus.Registry
+	duration prometheus.Histogram
+	snapshot func() Snapshot
+	journal  *Journal
+
+	vipHeld, vrrpState, bgpUp, bfdUp   *prometheus.Desc
+	checks, transitions, actions, drop *prometheus.Desc
+}
+
+// NewMetrics builds a registry with our collector and the Go and process collectors.
+func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "health_check_duration_seconds",
+			Help: "Duration of the apiserver /livez checks.", Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}),
+		snapshot:    snapshot,
+		journal:     journal,
+		vipHeld:     prometheus.NewDesc(ns+"_vip_held", "1 while this node holds the VIP.", []string{"vip"}, nil),
+		vrrpState:   prometheus.NewDesc(ns+"_vrrp_state", "VRRP state per VIP: 0 initialize, 1 backup, 2 master.", []string{"vip"}, nil),
+		bgpUp:       prometheus.NewDesc(ns+"_bgp_peer_up", "1 while the BGP session with the peer is established.", []string{"peer"}, nil),
+		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),
+		checks:      prometheus.NewDesc(ns+"_health_checks_total", "Apiserver health checks by result.", []string{"result"}, nil),
+		transitions: prometheus.NewDesc(ns+"_transitions_total", "Transitions of this node by kind.", []string{"to"}, nil),
+		actions:     prometheus.NewDesc(ns+"_reconcile_actions_total", "Reconcile actions on the VIP addresses.", []string{"action"}, nil),
+		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
+	}
+	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveCheck records one health check's duration.
+func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()) }
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector from one snapshot.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.snapshot()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, v := range s.VIPs {
+		gauge(m.vipHeld, boolf(v.Held), v.Address)
+	}
+	for _, v := range s.VRRP {
+		gauge(m.vrrpState, float64(map[string]int{"backup": 1, "master": 2}[v.State]), v.VIP)
+	}
+	for _, p := range s.BGPPeers {
+		gauge(m.bgpUp, boolf(p.State == "established"), p.Address)
+	}
+	for _, b := range s.BFD {
+		gauge(m.bfdUp, boolf(b.State == "up"), b.Peer)
+	}
+	for _, r := range []string{"success", "failure"} {
+		counter(m.checks, s.Health.Checks[r], r)
+	}
+	for _, to := range []string{"held", "released", "healthy", "unhealthy"} {
+		counter(m.transitions, m.journal.Counts()[to], to)
+	}
+	for _, a := range []string{"installed", "fixed", "removed", "failed"} {
+		counter(m.actions, s.Reconcile[a], a)
+	}
+	for proto, reasons := range s.Drops {
+		for reason, n := range reasons {
+			counter(m.drop, n, proto, reason)
+		}
+	}
+}
+
+func boolf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,76 @@
+package status
+
+import "time"
+
+// Snapshot is everything /status shows.
+type Snapshot struct {
+	Version     string                       `json:"version"`
+	Mode        string                       `json:"mode"`
+	Interface   string                       `json:"interface"`
+	Started     time.Time                    `json:"started"`
+	Ready       bool                         `json:"ready"`
+	Health      Health                       `json:"health"`
+	VIPs        []VIP                        `json:"vips"`
+	VRRP        []VRRP                       `json:"vrrp,omitempty"`
+	BGPPeers    []BGPPeer                    `json:"bgp_peers,omitempty"`
+	BFD         []BFDSession                 `json:"bfd_sessions,omitempty"`
+	Reconcile   map[string]uint64            `json:"reconcile_actions"`
+	Drops       map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
+	Transitions []Transition                 `json:"transitions"`
+}
+
+// Health is the apiserver check's state.
+type Health struct {
+	State        string            `json:"state"` // unknown, healthy, unhealthy
+	URL          string            `json:"url"`
+	LastStatus   int               `json:"last_status"`
+	LastReason   string            `json:"last_reason,omitempty"`
+	LastDuration time.Duration     `json:"last_duration_ns"`
+	Checks       map[string]uint64 `json:"checks"` // result -> count
+}
+
+// VIP is one VIP and whether this node holds it.
+type VIP struct {
+	Address string `json:"address"`
+	Held    bool   `json:"held"`
+}
+
+// VRRP is one election instance.
+type VRRP struct {
+	VIP      string    `json:"vip"`
+	State    string    `json:"state"`
+	Master   string    `json:"master,omitempty"`
+	Primary  string    `json:"primary,omitempty"`
+	Sent     uint64    `json:"adverts_sent"`
+	Received uint64    `json:"adverts_received"`
+	Since    time.Time `json:"since"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// BGPPeer is one BGP neighbour.
+type BGPPeer struct {
+	Address string    `json:"address"`
+	AS      uint32    `json:"as"`
+	State   string    `json:"state"`
+	Since   time.Time `json:"since"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// BFDSession is one BFD session.
+type BFDSession struct {
+	Peer       string        `json:"peer"`
+	State      string        `json:"state"`
+	Diag       string        `json:"diag"`
+	RemoteDiag string        `json:"remote_diag"`
+	TxInterval time.Duration `json:"tx_interval_ns"`
+	RxInterval time.Duration `json:"rx_interval_ns"`
+	Since      time.Time     `json:"since"`
+}
+
+// Transition is a change of this node's role, with its reason.
+type Transition struct {
+	At     time.Time `json:"at"`
+	To     string    `json:"to"` // held, released, healthy, unhealthy
+	VIP    string    `json:"vip,omitempty"`
+	Reason string    `json:"reason"`
+}
