@@ -271,12 +271,16 @@ func (m *Manager) report(p *peer, prev State) {
 	state := p.s.State()
 	tx, rx := p.s.Negotiated()
 	p.mu.Lock()
+	timers := state == Up && prev == Up && (p.status.TxInterval != tx || p.status.RxInterval != rx)
 	p.status.TxInterval, p.status.RxInterval = tx, rx
 	changed := state != prev
 	if changed {
 		p.status.State, p.status.Diag, p.status.RemoteDiag, p.status.Since = state, p.s.LocalDiag(), p.s.RemoteDiag(), time.Now()
 	}
 	p.mu.Unlock()
+	if timers {
+		m.log.Info("BFD session intervals changed", "peer", p.addr, "tx", tx, "rx", rx)
+	}
 	if !changed {
 		return
 	}

@@ -198,7 +198,10 @@ func (sp *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 	}
 	prev := ps.State
 	ps.State, ps.Since = state, at
-	if msg := ev.Peer.State.DisconnectMessage; msg != "" {
+	switch msg := ev.Peer.State.DisconnectMessage; {
+	case state == "established":
+		ps.Reason = ""
+	case msg != "" && prev == "established":
 		ps.Reason = msg
 	}
 	reason := ps.Reason

@@ -67,7 +67,7 @@ func TestBFDWithFRR(t *testing.T) {
 		}
 	}
 	b.waitHops(t, vip4, 30*time.Second, all...)
-	waitLine(t, b.procs[0], 0, "BFD session up", "tx=50ms", "rx=50ms")
+	waitLine(t, b.procs[0], 0, "BFD session intervals changed", "tx=50ms", "rx=50ms")
 
 	// No flaps over a long window.
 	before, err := b.frr.BFDDownEvents()
@@ -82,6 +82,20 @@ func TestBFDWithFRR(t *testing.T) {
 		}
 	}
 	t.Log("three sessions at 50 ms x 3 stayed up for 10 s with no down event")
+	table, err := b.nodes[2].Exec(binary, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("novaedge-cpvip status on n3:\n%s", table)
+	for _, want := range []string{"mode bgp", "established", "BFD PEER", "50ms", "yes"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("status lacks %q", want)
+		}
+	}
+	if _, m, err := b.nodes[2].HTTPGet("http://127.0.0.1:9450/metrics"); err != nil ||
+		!strings.Contains(m, `novaedge_cpvip_bfd_session_up{peer="198.51.100.1"} 1`) || !strings.Contains(m, `novaedge_cpvip_bgp_peer_up{peer="198.51.100.1"} 1`) {
+		t.Errorf("metrics lack BGP/BFD up: %v\n%s", err, grepLines(m, "bfd_session_up", "bgp_peer_up"))
+	}
 
 	// A frozen node: FRR declares it down within the detection time, its next hop leaves.
 	freeze := time.Now()

@@ -101,7 +101,7 @@ func (b *bgpLab) start(t testing.TB, i int, extra ...string) *lab.Process {
 	env := []string{
 		"NOVAEDGE_CP_VIP_MODE=bgp", "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String(),
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=300ms",
-		"NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent",
+		"NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent",
 		"NOVAEDGE_BGP_LOCAL_AS=65002", "NOVAEDGE_BGP_ROUTER_ID=" + nodeV4(i).String(),
 		"NOVAEDGE_BGP_PEERS=" + routerV4.String() + "@65001",
 	}
