@@ -3,6 +3,10 @@ SHELL   := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Package versions must start with a digit: a v-tag gives 1.2.3, else 0.1.0~gitDATE.SHA.
+PKG_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.1.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$(git rev-parse --short HEAD 2>/dev/null))
+ARCH    ?= $(shell $(GO) env GOARCH)
+NFPM    := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.0
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/...
@@ -10,7 +14,7 @@ PKGS_UNIT := ./internal/... ./cmd/...
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build deps lint unit e2e test fuzz bench demo clean
+.PHONY: all build deps lint unit e2e test fuzz bench demo package package-check clean
 
 all: build
 
@@ -46,8 +50,18 @@ test: deps lint unit e2e
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E 'Benchmark|outage|median'; exit $${PIPESTATUS[0]}
 
+# .deb and .rpm in dist/ (nfpm pinned, fetched through the Go module proxy).
+package: build
+	mkdir -p dist
+	for p in deb rpm; do VERSION=$(PKG_VERSION) ARCH=$(ARCH) $(NFPM) package --config nfpm.yaml --packager $$p --target dist/ || exit 1; done
+	ls -l dist
+
+# Builds the packages, installs the .deb here and checks what it put down (root).
+package-check: package
+	test/tools/package-check.sh
+
 demo: deps build
 	$(GO) run ./test/demo -bin $(BIN)
 
 clean:
-	rm -rf bin dist e2e.log
+	rm -rf bin dist e2e.log bench.log

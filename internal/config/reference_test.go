@@ -52,3 +52,18 @@ func TestEnvTemplateLoads(t *testing.T) {
 		t.Fatalf("uncommented template: %v, %d variables, want %d", err, len(vars), len(Fields()))
 	}
 }
+
+// TestPackagedEnvFile fails when packaging/cpvip.env drifts from the Config struct.
+func TestPackagedEnvFile(t *testing.T) {
+	const path = "../../packaging/cpvip.env"
+	if *update {
+		if err := os.WriteFile(path, []byte(EnvTemplate()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != EnvTemplate() {
+		t.Errorf("%s is out of date with internal/config (%v): run go test ./internal/config -run TestPackagedEnvFile -update", path, err)
+	}
+}

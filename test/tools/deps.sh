@@ -12,6 +12,8 @@ declare -A want=(
   [keepalived]=keepalived
   [vtysh]=frr
   [bird]=bird2
+  [rpm]=rpm
+  [systemd-analyze]=systemd
 )
 
 missing=()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs dist/novaedge-cpvip_*.deb on this machine and checks it: files,
+# modes, the conffile kept across a reinstall, the unit verified by systemd,
+# and the .rpm's file list. Needs root; run by `make package-check`.
+set -euo pipefail
+deb=$(ls dist/novaedge-cpvip_*.deb | head -n1)
+rpm=$(ls dist/novaedge-cpvip-*.rpm | head -n1)
+fail() { echo "package-check: $*" >&2; exit 1; }
+
+dpkg -i "$deb" >/dev/null
+/usr/bin/novaedge-cpvip version | grep -q '^novaedge-cpvip ' || fail "binary does not run"
+test -f /lib/systemd/system/novaedge-cpvip.service || fail "unit missing"
+test "$(stat -c %a /etc/novaedge/cpvip.env)" = 600 || fail "cpvip.env mode $(stat -c %a /etc/novaedge/cpvip.env)"
+grep -q '^#NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env || fail "cpvip.env lacks the commented variables"
+dpkg-query -W -f='${Conffiles}\n' novaedge-cpvip | grep -q /etc/novaedge/cpvip.env || fail "cpvip.env is not a conffile"
+if [ -d /run/systemd/system ]; then
+  systemctl is-enabled novaedge-cpvip.service >/dev/null 2>&1 && fail "the package enabled an unconfigured service"
+  systemctl is-active novaedge-cpvip.service >/dev/null 2>&1 && fail "the package started an unconfigured service"
+fi
+
+# An upgrade (here: the same package again) keeps the operator's configuration.
+echo 'NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32' >> /etc/novaedge/cpvip.env
+dpkg -i --force-confold "$deb" >/dev/null
+grep -q '^NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32' /etc/novaedge/cpvip.env || fail "reinstall overwrote cpvip.env"
+/usr/bin/novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env >/dev/null 2>&1 || fail "the configured env file does not pass check-config"
+
+if command -v systemd-analyze >/dev/null 2>&1; then
+  out=$(systemd-analyze verify /lib/systemd/system/novaedge-cpvip.service 2>&1 || true)
+  if echo "$out" | grep -v -e 'kubelet.service' -e '^$' | grep -q .; then
+    fail "systemd-analyze verify: $out"
+  fi
+  echo "package-check: systemd-analyze verify clean"
+fi
+
+if command -v rpm >/dev/null 2>&1; then
+  files=$(rpm -qpl "$rpm" 2>/dev/null)
+  for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /etc/novaedge/cpvip.env; do
+    echo "$files" | grep -qx "$f" || fail "rpm lacks $f"
+  done
+  rpm -qp --configfiles "$rpm" 2>/dev/null | grep -qx /etc/novaedge/cpvip.env || fail "rpm: cpvip.env is not a config file"
+  echo "package-check: rpm file list and config file ok"
+fi
+
+dpkg -P novaedge-cpvip >/dev/null
+test ! -e /usr/bin/novaedge-cpvip || fail "purge left the binary"
+echo "package-check: $(basename "$deb") and $(basename "$rpm") ok"
