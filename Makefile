@@ -9,7 +9,7 @@ ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM    := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.0
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/novaedge-cpvip
-PKGS_UNIT := ./internal/... ./cmd/...
+PKGS_UNIT := ./internal/... ./cmd/... ./manifests/...
 # Executions per fuzz target. A count, not a duration: duration-based -fuzztime
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
