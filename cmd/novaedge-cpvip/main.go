@@ -28,6 +28,7 @@ Usage:
   novaedge-cpvip [run] [flags]        run the daemon (the default)
   novaedge-cpvip check-config [flags] validate the configuration and print it
   novaedge-cpvip status [-o json]     show the running daemon's state
+  novaedge-cpvip migrate kube-vip FILE  convert a kube-vip manifest to an env file
   novaedge-cpvip version              print the version
 
 Configuration comes from NOVAEDGE_* environment variables, --env-file PATH and
@@ -50,6 +51,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(args, stdout, stderr)
 	case "status":
 		return statusCmd(args, stdout, stderr)
+	case "migrate":
+		return migrate(args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "novaedge-cpvip", version)
 		return exitOK

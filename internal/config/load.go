@@ -167,3 +167,23 @@ func translate(err error) error {
 	}
 	return err
 }
+
+// LoadMap builds the configuration from exactly vars (defaults for the rest),
+// ignoring the process environment, and validates it. The environment is
+// left as it was.
+func LoadMap(vars map[string]string) (*Config, error) {
+	defer restoreEnv(saveEnv())
+	for _, f := range Fields() {
+		os.Unsetenv(f.Env)
+	}
+	for k, v := range vars {
+		if _, known := fieldByEnv(k); !known {
+			return nil, fmt.Errorf("unknown variable %s", k)
+		}
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", k, err)
+		}
+	}
+	c, _, err := Load(nil)
+	return c, err
+}
