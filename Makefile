@@ -9,12 +9,12 @@ ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM    := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.0
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN     := bin/novaedge-cpvip
-PKGS_UNIT := ./internal/... ./cmd/... ./manifests/...
+PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
 # Executions per fuzz target. A count, not a duration: duration-based -fuzztime
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build deps lint unit e2e test fuzz bench demo package package-check clean
+.PHONY: all build deps lint unit e2e test fuzz bench demo package package-check image clean
 
 all: build
 
@@ -55,6 +55,12 @@ package: build
 	mkdir -p dist
 	for p in deb rpm; do VERSION=$(PKG_VERSION) ARCH=$(ARCH) $(NFPM) package --config nfpm.yaml --packager $$p --target dist/ || exit 1; done
 	ls -l dist
+
+# OCI image layout in dist/oci from the static binary, no container engine;
+# load it with e.g. skopeo copy oci:dist/oci docker-daemon:novaedge-cpvip:TAG.
+image: build
+	$(GO) run ./packaging/oci -bin $(BIN) -out dist/oci -tag $(PKG_VERSION)
+	$(GO) run ./packaging/oci -verify dist/oci
 
 # Builds the packages, installs the .deb here and checks what it put down (root).
 package-check: package

@@ -1,0 +1,175 @@
+// Command oci writes an OCI image layout for novaedge-cpvip from the static
+// binary, with no container engine: one layer holding /usr/bin/novaedge-cpvip,
+// entrypoint "novaedge-cpvip run". -verify reads a layout back and checks it.
+//
+//	go run ./packaging/oci -bin bin/novaedge-cpvip -out dist/oci -tag v0.1.0
+//	go run ./packaging/oci -verify dist/oci
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+)
+
+const binPath = "usr/bin/novaedge-cpvip"
+
+func main() {
+	bin := flag.String("bin", "bin/novaedge-cpvip", "the static binary")
+	out := flag.String("out", "dist/oci", "directory of the OCI image layout to write")
+	tag := flag.String("tag", "dev", "image version (org.opencontainers.image.ref.name)")
+	verify := flag.String("verify", "", "check the OCI layout in this directory instead of writing one")
+	flag.Parse()
+	var err error
+	if *verify != "" {
+		err = check(*verify)
+	} else {
+		err = build(*bin, *out, *tag)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "oci:", err)
+		os.Exit(1)
+	}
+}
+
+func build(bin, out, tag string) error {
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	img, err := image(data, tag)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	p, err := layout.Write(out, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag})); err != nil {
+		return err
+	}
+	d, _ := img.Digest()
+	fmt.Printf("wrote OCI image layout %s (%s, %s)\n", out, tag, d)
+	return nil
+}
+
+// image builds the image: OCI media types, one layer, entrypoint and labels.
+func image(bin []byte, tag string) (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for _, dir := range []string{"usr/", "usr/bin/"} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: binPath, Mode: 0o755, Size: int64(len(bin)), ModTime: epoch}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(bin); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	if img, err = mutate.AppendLayers(img, layer); err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Config.Entrypoint = []string{"/" + binPath}
+	cf.Config.Cmd = []string{"run"}
+	cf.Config.User = "0"
+	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.title":    "novaedge-cpvip",
+		"org.opencontainers.image.version":  tag,
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.source":   "https://github.com/novaedge/cpvip",
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// check reads a layout back: one image, valid digests, the entrypoint, and
+// the binary in its layer.
+func check(dir string) error {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		return err
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		return err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	if len(m.Manifests) != 1 {
+		return fmt.Errorf("%d manifests, want 1", len(m.Manifests))
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	if err := validate.Image(img); err != nil {
+		return fmt.Errorf("invalid image: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/"+binPath {
+		return fmt.Errorf("entrypoint %v", cf.Config.Entrypoint)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		return fmt.Errorf("layers: %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return errors.New("the layer lacks " + binPath)
+		}
+		if err != nil {
+			return err
+		}
+		if h.Name == binPath && h.Mode&0o111 != 0 && h.Size > 0 {
+			fmt.Printf("OCI layout %s ok: %s, entrypoint %v, %s (%d bytes)\n", dir, m.Manifests[0].Digest, cf.Config.Entrypoint, binPath, h.Size)
+			return nil
+		}
+	}
+}
