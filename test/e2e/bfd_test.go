@@ -67,7 +67,10 @@ func TestBFDWithFRR(t *testing.T) {
 		}
 	}
 	b.waitHops(t, vip4, 30*time.Second, all...)
-	waitLine(t, b.procs[0], 0, "BFD session intervals changed", "tx=50ms", "rx=50ms")
+	// "BFD session up" or "BFD session intervals changed", whichever saw 50 ms first.
+	if _, err := b.procs[0].WaitLine(30*time.Second, 0, "BFD session ", "tx=50ms", "rx=50ms"); err != nil {
+		t.Fatal(err)
+	}
 
 	// No flaps over a long window.
 	before, err := b.frr.BFDDownEvents()
