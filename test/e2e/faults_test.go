@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// TestKillRestartLoopNoDoubleHolder kills the holder with SIGKILL and starts
+// it again 200 ms later (the systemd unit's RestartSec), ten times, while a
+// monitor samples every node for the VIP.
+func TestKillRestartLoopNoDoubleHolder(t *testing.T) {
+	c := newCluster(t, 3, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32")
+	c.startAll(t)
+	c.waitHolder(t, vip4, -1, 15*time.Second)
+	mon := c.monitor(vip4)
+	for range 10 {
+		h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+		if err := c.procs[h].Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.procs[h].Wait(5 * time.Second)
+		time.Sleep(200 * time.Millisecond)
+		c.start(t, h)
+		time.Sleep(time.Second)
+	}
+	c.waitHolder(t, vip4, -1, 15*time.Second)
+	double, most := mon.stop()
+	figure(t, "longest double holding over 10 kill -9 + restart (200 ms) rounds", double)
+	if double > 100*time.Millisecond { // one advertisement interval
+		t.Errorf("two holders for %s (max %d at once)", double, most)
+	}
+}
+
+// TestHealthFlappingDoesNotLeak flaps the apiserver hundreds of times and
+// compares the daemon's open files, goroutines and memory before and after.
+func TestHealthFlappingDoesNotLeak(t *testing.T) {
+	l := newL2Lab(t)
+	p := l.start(t, "NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=20ms",
+		"NOVAEDGE_CP_VIP_FAIL_THRESHOLD=1", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=200ms", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=20ms")
+	l.waitVIP(t, vip4, true, 10*time.Second)
+	time.Sleep(time.Second)
+	fds0, gor0, rss0 := footprint(t, l, p)
+	answers := []lab.Answer{lab.ServerError, lab.OK, lab.Down, lab.OK, lab.Hang, lab.OK}
+	for i := range 300 {
+		if err := l.api.Set(answers[i%len(answers)]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	if err := l.api.Set(lab.OK); err != nil {
+		t.Fatal(err)
+	}
+	l.waitVIP(t, vip4, true, 10*time.Second)
+	time.Sleep(2 * time.Second) // hanging requests time out, idle connections close
+	fds1, gor1, rss1 := footprint(t, l, p)
+	transitions := strings.Count(p.Output(), "API server health changed")
+	t.Logf("%d health transitions; open files %d -> %d, goroutines %d -> %d, RSS %d -> %d KiB", transitions, fds0, fds1, gor0, gor1, rss0, rss1)
+	if transitions < 100 {
+		t.Errorf("only %d transitions: the flapping did not reach the daemon", transitions)
+	}
+	if fds1 > fds0+3 || gor1 > gor0+5 {
+		t.Errorf("leak: open files %d -> %d, goroutines %d -> %d", fds0, fds1, gor0, gor1)
+	}
+	if rss1 > rss0+16*1024 {
+		t.Errorf("RSS grew from %d to %d KiB", rss0, rss1)
+	}
+}
+
+// footprint returns the daemon's open file count, goroutines and RSS in KiB.
+func footprint(t *testing.T, l *l2Lab, p *lab.Process) (fds, goroutines, rssKiB int) {
+	t.Helper()
+	pid := strconv.Itoa(p.PID())
+	out, err := l.node.Exec("sh", "-c", "ls /proc/"+pid+"/fd | wc -l; grep VmRSS /proc/"+pid+"/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(out)
+	fds, _ = strconv.Atoi(f[0])
+	rssKiB, _ = strconv.Atoi(f[2])
+	_, m, err := l.node.HTTPGet("http://127.0.0.1:9450/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(m, "\n") {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			goroutines, _ = strconv.Atoi(v)
+		}
+	}
+	return fds, goroutines, rssKiB
+}
