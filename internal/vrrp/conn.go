@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -17,19 +18,71 @@ import (
 
 // Conn sends and receives the advertisements of one address family on one
 // interface: a raw IP socket for protocol 112 bound to the interface, the
-// multicast group joined, or unicast to peers.
+// multicast group joined, or unicast to peers. When the interface is deleted
+// and created again, Refresh opens a socket on the new one.
 type Conn struct {
-	ifi     *net.Interface
+	ifname  string
 	v6      bool
 	peers   []netip.Addr // unicast mode when not empty
 	exclude []netip.Addr // the VIPs: never our primary address
-	p4      *ipv4.PacketConn
-	p6      *ipv6.PacketConn
-	buf     []byte
+
+	mu     sync.Mutex
+	s      *socket
+	closed bool
+}
+
+// socket is one open raw socket on one interface instance.
+type socket struct {
+	ifi *net.Interface
+	p4  *ipv4.PacketConn
+	p6  *ipv6.PacketConn
+	buf []byte
 }
 
 // Listen opens the socket for ifname; v6 selects IPv6. It needs CAP_NET_RAW.
 func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) {
+	c := &Conn{ifname: ifname, v6: v6, peers: peers, exclude: exclude}
+	s, err := c.open()
+	if err != nil {
+		return nil, err
+	}
+	c.s = s
+	return c, nil
+}
+
+// Refresh reopens the socket if the interface was deleted and created again
+// (its index changed); a no-op otherwise.
+func (c *Conn) Refresh() error {
+	ifi, err := net.InterfaceByName(c.ifname)
+	if err != nil {
+		return fmt.Errorf("finding interface %s: %w", c.ifname, err)
+	}
+	c.mu.Lock()
+	same := c.s.ifi.Index == ifi.Index
+	c.mu.Unlock()
+	if same {
+		return nil
+	}
+	s, err := c.open()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	old := c.s
+	c.s = s
+	c.mu.Unlock()
+	old.close() // a Receive blocked on it goes on with the new socket
+	return nil
+}
+
+func (c *Conn) current() (*socket, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s, c.closed
+}
+
+func (c *Conn) open() (*socket, error) {
+	ifname, v6 := c.ifname, c.v6
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("finding interface %s: %w", ifname, err)
@@ -49,27 +102,34 @@ func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
 	}
-	c := &Conn{ifi: ifi, v6: v6, peers: peers, exclude: exclude, buf: make([]byte, 0, 64)}
-	if err := c.setup(pc); err != nil {
+	s := &socket{ifi: ifi, buf: make([]byte, 0, 64)}
+	if err := c.setup(s, pc); err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("setting up VRRP socket on %s: %w", ifname, err)
 	}
-	return c, nil
+	return s, nil
 }
 
-func (c *Conn) setup(pc net.PacketConn) error {
+func (c *Conn) setup(s *socket, pc net.PacketConn) error {
 	if c.v6 {
-		c.p6 = ipv6.NewPacketConn(pc)
-		p := c.p6
+		s.p6 = ipv6.NewPacketConn(pc)
+		p := s.p6
 		return errors.Join(p.SetMulticastHopLimit(TTL), p.SetHopLimit(TTL), p.SetMulticastLoopback(false),
-			p.SetMulticastInterface(c.ifi), p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
-			c.join(func() error { return p.JoinGroup(c.ifi, &net.IPAddr{IP: GroupV6.AsSlice()}) }))
+			p.SetMulticastInterface(s.ifi), p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
+			c.join(func() error { return p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV6.AsSlice()}) }))
 	}
-	c.p4 = ipv4.NewPacketConn(pc)
-	p := c.p4
+	s.p4 = ipv4.NewPacketConn(pc)
+	p := s.p4
 	return errors.Join(p.SetMulticastTTL(TTL), p.SetTTL(TTL), p.SetMulticastLoopback(false),
-		p.SetMulticastInterface(c.ifi), p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
-		c.join(func() error { return p.JoinGroup(c.ifi, &net.IPAddr{IP: GroupV4.AsSlice()}) }))
+		p.SetMulticastInterface(s.ifi), p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
+		c.join(func() error { return p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV4.AsSlice()}) }))
+}
+
+func (s *socket) close() error {
+	if s.p6 != nil {
+		return s.p6.Close()
+	}
+	return s.p4.Close()
 }
 
 func (c *Conn) join(f func() error) error {
@@ -83,9 +143,9 @@ func (c *Conn) join(f func() error) error {
 // address that is not a VIP, or the first link-local IPv6 address that has
 // finished duplicate address detection.
 func (c *Conn) Primary() (netip.Addr, error) {
-	link, err := netlink.LinkByName(c.ifi.Name)
+	link, err := netlink.LinkByName(c.ifname)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("finding interface %s: %w", c.ifi.Name, err)
+		return netip.Addr{}, fmt.Errorf("finding interface %s: %w", c.ifname, err)
 	}
 	family := netlink.FAMILY_V4
 	if c.v6 {
@@ -93,7 +153,7 @@ func (c *Conn) Primary() (netip.Addr, error) {
 	}
 	addrs, err := netlink.AddrList(link, family)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("listing addresses of %s: %w", c.ifi.Name, err)
+		return netip.Addr{}, fmt.Errorf("listing addresses of %s: %w", c.ifname, err)
 	}
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
@@ -108,11 +168,12 @@ func (c *Conn) Primary() (netip.Addr, error) {
 	if c.v6 {
 		kind = "usable link-local IPv6 address"
 	}
-	return netip.Addr{}, fmt.Errorf("interface %s has no %s of its own", c.ifi.Name, kind)
+	return netip.Addr{}, fmt.Errorf("interface %s has no %s of its own", c.ifname, kind)
 }
 
 // Send sends a from src to the group, or to every unicast peer.
 func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
+	s, _ := c.current()
 	dsts := c.peers
 	if len(dsts) == 0 {
 		dsts = []netip.Addr{GroupV4}
@@ -122,13 +183,13 @@ func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
 	}
 	var errs []error
 	for _, dst := range dsts {
-		c.buf = a.Marshal(c.buf[:0], src, dst)
+		s.buf = a.Marshal(s.buf[:0], src, dst)
 		to := &net.IPAddr{IP: dst.AsSlice()}
 		var err error
 		if c.v6 {
-			_, err = c.p6.WriteTo(c.buf, &ipv6.ControlMessage{HopLimit: TTL, Src: src.AsSlice(), IfIndex: c.ifi.Index}, to)
+			_, err = s.p6.WriteTo(s.buf, &ipv6.ControlMessage{HopLimit: TTL, Src: src.AsSlice(), IfIndex: s.ifi.Index}, to)
 		} else {
-			_, err = c.p4.WriteTo(c.buf, &ipv4.ControlMessage{Src: src.AsSlice(), IfIndex: c.ifi.Index}, to)
+			_, err = s.p4.WriteTo(s.buf, &ipv4.ControlMessage{Src: src.AsSlice(), IfIndex: s.ifi.Index}, to)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("sending to %s: %w", dst, err))
@@ -139,7 +200,21 @@ func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
 
 // Receive reads the next packet into buf and checks it: TTL 255, the
 // advertisement itself, unicast peers. A dropped packet returns a Reason.
+// It goes on with the new socket when Refresh replaced the one it read.
 func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
+	for {
+		s, _ := c.current()
+		a, src, err := c.receive(s, buf)
+		if errors.Is(err, net.ErrClosed) {
+			if now, closed := c.current(); !closed && now != s {
+				continue
+			}
+		}
+		return a, src, err
+	}
+}
+
+func (c *Conn) receive(s *socket, buf []byte) (Advertisement, netip.Addr, error) {
 	var (
 		n        int
 		ttl      int
@@ -149,7 +224,7 @@ func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
 	if c.v6 {
 		var cm *ipv6.ControlMessage
 		var from net.Addr
-		n, cm, from, err = c.p6.ReadFrom(buf)
+		n, cm, from, err = s.p6.ReadFrom(buf)
 		if cm != nil {
 			ttl, dst = cm.HopLimit, addrOf(cm.Dst)
 		}
@@ -157,7 +232,7 @@ func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
 	} else {
 		var cm *ipv4.ControlMessage
 		var from net.Addr
-		n, cm, from, err = c.p4.ReadFrom(buf)
+		n, cm, from, err = s.p4.ReadFrom(buf)
 		if cm != nil {
 			ttl, dst = cm.TTL, addrOf(cm.Dst)
 		}
@@ -178,10 +253,11 @@ func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
 
 // Close closes the socket; a blocked Receive returns.
 func (c *Conn) Close() error {
-	if c.v6 {
-		return c.p6.Close()
-	}
-	return c.p4.Close()
+	c.mu.Lock()
+	c.closed = true
+	s := c.s
+	c.mu.Unlock()
+	return s.close()
 }
 
 func addrOf(ip net.IP) netip.Addr {

@@ -16,8 +16,13 @@ type Transport interface {
 	Primary() (netip.Addr, error)
 	Send(a *Advertisement, src netip.Addr) error
 	Receive(buf []byte) (Advertisement, netip.Addr, error)
+	// Refresh follows the interface if it was deleted and created again.
+	Refresh() error
 	Close() error
 }
+
+// refreshEvery is how often the instance checks its interface is still the same one.
+const refreshEvery = time.Second
 
 // Config is one instance: one VIP of one address family.
 type Config struct {
@@ -55,7 +60,8 @@ type Instance struct {
 	received  atomic.Uint64
 	sendErrs  atomic.Uint64
 
-	lastReannounce time.Time // Run's goroutine only
+	lastReannounce time.Time                  // Run's goroutine only
+	primary        atomic.Pointer[netip.Addr] // our source address, read by the reader goroutine
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -104,14 +110,19 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	primary := i.waitPrimary(ctx)
 	i.m = NewMachine(Params{VRID: i.cfg.VRID, Priority: i.cfg.Priority, Interval: i.cfg.Interval,
 		Preempt: i.cfg.Preempt, Primary: primary})
+	i.primary.Store(&primary)
 	i.setStatus(func(s *Status) { s.Primary = primary })
 	packets := make(chan packet, 16)
 	stop, readDone := make(chan struct{}), make(chan struct{})
 	go func() { i.read(packets, stop); close(readDone) }()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	refresh := time.NewTicker(refreshEvery)
+	defer refresh.Stop()
 	for {
 		select {
+		case <-refresh.C:
+			i.refresh()
 		case <-ctx.Done():
 			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
 			close(stop)
@@ -167,7 +178,7 @@ func (i *Instance) read(out chan<- packet, stop <-chan struct{}) {
 		case a.VRID != i.cfg.VRID:
 			i.drops.Add(DropVRID)
 			continue
-		case src == i.m.p.Primary:
+		case src == *i.primary.Load():
 			i.drops.Add(DropOwn)
 			continue
 		}
@@ -200,10 +211,24 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 	i.setStatus(func(s *Status) { s.Master = i.m.Master() })
 }
 
+// refresh reopens the transport on a re-created interface and takes a
+// possibly new primary address.
+func (i *Instance) refresh() {
+	if err := i.conn.Refresh(); err != nil {
+		i.log.Debug("VRRP interface check failed", "error", err)
+		return
+	}
+	if p, err := i.conn.Primary(); err == nil && p != *i.primary.Load() {
+		i.log.Info("VRRP source address changed", "from", *i.primary.Load(), "to", p)
+		i.m.SetPrimary(p)
+		i.primary.Store(&p)
+	}
+}
+
 func (i *Instance) send(priority uint8) {
 	adv := &Advertisement{VRID: i.cfg.VRID, Priority: priority, Interval: Centiseconds(i.cfg.Interval),
 		Addresses: []netip.Addr{i.cfg.VIP.Addr()}}
-	if err := i.conn.Send(adv, i.m.p.Primary); err != nil {
+	if err := i.conn.Send(adv, *i.primary.Load()); err != nil {
 		if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
 			i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
 		}

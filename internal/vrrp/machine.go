@@ -65,6 +65,9 @@ func NewMachine(p Params) *Machine {
 	return &Machine{p: p, masterAdverInt: p.Interval}
 }
 
+// SetPrimary changes our primary address (the interface was re-created).
+func (m *Machine) SetPrimary(a netip.Addr) { m.p.Primary = a }
+
 // State returns the current state.
 func (m *Machine) State() State { return m.state }
 

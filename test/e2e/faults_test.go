@@ -93,3 +93,37 @@ func footprint(t *testing.T, l *l2Lab, p *lab.Process) (fds, goroutines, rssKiB 
 	}
 	return fds, goroutines, rssKiB
 }
+
+func TestInterfaceDeletedAndCreatedAgain(t *testing.T) {
+	c := newCluster(t, 2, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32")
+	c.startAll(t)
+	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+	other := 1 - h
+	if err := c.nodes[h].DeleteLink(); err != nil {
+		t.Fatal(err)
+	}
+	got, d := c.waitHolder(t, vip4, h, 10*time.Second)
+	if got != other {
+		t.Fatalf("holder %s", c.nodes[got].Name)
+	}
+	figure(t, "takeover after the holder's interface was deleted", d)
+	skip := c.procs[h].Lines()
+	if err := c.nodes[h].CreateLink(); err != nil {
+		t.Fatal(err)
+	}
+	// The re-created node hears VRRP again: exactly one holder, for good.
+	_, d = c.waitHolder(t, vip4, -1, 15*time.Second)
+	figure(t, "one holder again after the interface was created again", d)
+	c.stayOne(t, vip4, 3*time.Second)
+	hs, _ := c.holders(vip4)
+	c.reach(t, vip4.Addr(), hs[0])
+	// The node on the new interface takes part: it hears the master's adverts.
+	if n := countLinesAfter(c.procs[h], skip, "Receiving VRRP advertisement failed"); n > 0 {
+		t.Logf("%d receive errors while the interface was gone", n)
+	}
+	if err := c.procs[hs[0]].Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := c.waitHolder(t, vip4, hs[0], 10*time.Second)
+	c.reach(t, vip4.Addr(), next)
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -24,6 +25,9 @@ type Addr struct {
 // Addrs lists the addresses of the host's eth0.
 func (h *Host) Addrs() ([]Addr, error) {
 	out, err := h.Exec("ip", "-j", "addr", "show", "dev", "eth0")
+	if err != nil && strings.Contains(err.Error(), "does not exist") {
+		return nil, nil // no interface, no address
+	}
 	if err != nil {
 		return nil, err
 	}

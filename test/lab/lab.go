@@ -112,6 +112,34 @@ func (h *Host) Exec(args ...string) (string, error) {
 	return string(out), nil
 }
 
+// DeleteLink deletes the host's eth0 (its veth pair goes with it).
+func (h *Host) DeleteLink() error {
+	return h.lab.exec(h.lab.sw, "ip", "link", "del", "v"+h.Name)
+}
+
+// CreateLink creates the host's eth0 again, attached to the switch, with
+// its addresses (as the OS network configuration would).
+func (h *Host) CreateLink() error {
+	l, port := h.lab, "v"+h.Name
+	steps := [][]string{
+		{l.sw, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", h.NS},
+		{l.sw, "ip", "link", "set", port, "master", "br0", "up"},
+		{h.NS, "ip", "link", "set", "eth0", "up"},
+	}
+	if h.IPv4.IsValid() {
+		steps = append(steps, []string{h.NS, "ip", "addr", "add", h.IPv4.String(), "dev", "eth0"})
+	}
+	if h.IPv6.IsValid() {
+		steps = append(steps, []string{h.NS, "ip", "-6", "addr", "add", h.IPv6.String(), "dev", "eth0", "nodad"})
+	}
+	for _, s := range steps {
+		if err := l.exec(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // SetSwitchPort sets the host's port on the switch up or down: the host's
 // eth0 loses carrier, as when its cable is pulled.
 func (h *Host) SetSwitchPort(up bool) error {
