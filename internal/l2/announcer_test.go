@@ -11,34 +11,8 @@ import (
 	"time"
 
 	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 )
-
-type memAddrs struct {
-	mu    sync.Mutex
-	addrs []netip.Prefix
-}
-
-func (m *memAddrs) List() ([]netip.Prefix, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.addrs), nil
-}
-
-func (m *memAddrs) Add(p netip.Prefix) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !slices.Contains(m.addrs, p) {
-		m.addrs = append(m.addrs, p)
-	}
-	return nil
-}
-
-func (m *memAddrs) Del(p netip.Prefix) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.addrs = slices.DeleteFunc(m.addrs, func(q netip.Prefix) bool { return q == p })
-	return nil
-}
 
 type recorder struct {
 	mu   sync.Mutex
@@ -60,10 +34,10 @@ func (r *recorder) count() int {
 	return len(r.sent)
 }
 
-func newTestAnnouncer(t *testing.T, opts Options) (*Announcer, *recorder, chan reconcile.Event, *memAddrs) {
+func newTestAnnouncer(t *testing.T, opts Options) (*Announcer, *recorder, chan reconcile.Event, *reconciletest.Addrs) {
 	t.Helper()
 	vip := netip.MustParsePrefix("192.0.2.100/32")
-	addrs := &memAddrs{}
+	addrs := reconciletest.New()
 	rec := &recorder{ch: make(chan netip.Addr, 100)}
 	events := make(chan reconcile.Event, 4)
 	opts.Period, opts.Interface = time.Hour, "eth0"

@@ -5,54 +5,11 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 )
-
-// fakeAddrs is an interface's address list that records every mutation.
-type fakeAddrs struct {
-	mu        sync.Mutex
-	addrs     []netip.Prefix
-	mutations []string
-	failAdd   error
-	failList  error
-}
-
-func (f *fakeAddrs) List() ([]netip.Prefix, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.addrs), f.failList
-}
-
-func (f *fakeAddrs) Add(p netip.Prefix) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.mutations = append(f.mutations, "add "+p.String())
-	if f.failAdd != nil {
-		return f.failAdd
-	}
-	if !slices.Contains(f.addrs, p) {
-		f.addrs = append(f.addrs, p)
-	}
-	return nil
-}
-
-func (f *fakeAddrs) Del(p netip.Prefix) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.mutations = append(f.mutations, "del "+p.String())
-	f.addrs = slices.DeleteFunc(f.addrs, func(q netip.Prefix) bool { return q == p })
-	return nil
-}
-
-func (f *fakeAddrs) take() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := f.mutations
-	f.mutations = nil
-	return m
-}
 
 var (
 	nodeIP = netip.MustParsePrefix("192.0.2.11/24")
@@ -89,17 +46,17 @@ func TestStep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeAddrs{addrs: tt.actual}
+			f := reconciletest.New(tt.actual...)
 			r := New(f, []netip.Prefix{vip4, vip6})
 			got := r.Step(tt.desired)
 			if !slices.Equal(actions(got), tt.want) {
 				t.Errorf("actions %v, want %v", actions(got), tt.want)
 			}
-			if m := f.take(); !slices.Equal(m, tt.mutations) {
+			if m := f.Take(); !slices.Equal(m, tt.mutations) {
 				t.Errorf("mutations %q, want %q", m, tt.mutations)
 			}
 			// Whatever it did, the next step is converged: zero mutations.
-			if again := r.Step(tt.desired); len(again) != 0 || len(f.take()) != 0 {
+			if again := r.Step(tt.desired); len(again) != 0 || len(f.Take()) != 0 {
 				t.Errorf("second step changed %v", again)
 			}
 		})
@@ -107,7 +64,7 @@ func TestStep(t *testing.T) {
 }
 
 func TestInstalledThenFixedThenRemoved(t *testing.T) {
-	f := &fakeAddrs{addrs: []netip.Prefix{nodeIP}}
+	f := reconciletest.New(nodeIP)
 	r := New(f, []netip.Prefix{vip4})
 	hold := map[netip.Prefix]bool{vip4: true}
 	r.Step(hold)
@@ -128,17 +85,18 @@ func TestInstalledThenFixedThenRemoved(t *testing.T) {
 }
 
 func TestFailuresAreCountedAndRetried(t *testing.T) {
-	f := &fakeAddrs{addrs: []netip.Prefix{nodeIP}, failAdd: errors.New("EPERM")}
+	f := reconciletest.New(nodeIP)
+	f.Fail(errors.New("EPERM"), nil)
 	r := New(f, []netip.Prefix{vip4})
 	hold := map[netip.Prefix]bool{vip4: true}
 	if got := r.Step(hold); len(got) != 1 || got[0].Action != Failed || got[0].Err == nil {
 		t.Fatalf("got %+v", got)
 	}
-	f.failAdd = nil
+	f.Fail(nil, nil)
 	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Installed}) {
 		t.Fatalf("retry: %v", got)
 	}
-	f.failList = errors.New("netlink gone")
+	f.Fail(nil, errors.New("netlink gone"))
 	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Failed}) {
 		t.Fatalf("list failure: %v", got)
 	}
@@ -148,7 +106,7 @@ func TestFailuresAreCountedAndRetried(t *testing.T) {
 }
 
 func TestLoop(t *testing.T) {
-	f := &fakeAddrs{addrs: []netip.Prefix{nodeIP}}
+	f := reconciletest.New(nodeIP)
 	events := make(chan Event, 1)
 	changed := make(chan Change, 16)
 	linkUp := make(chan []netip.Prefix, 1)

@@ -34,16 +34,7 @@ func newCluster(t testing.TB, n int, extra ...string) *cluster {
 	t.Cleanup(l.Close)
 	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
 	for i := range n {
-		h, err := l.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
-			netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		api, err := h.StartAPIServer(6443)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.nodes, c.apis = append(c.nodes, h), append(c.apis, api)
+		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
 	if c.client, err = l.AddHost("cl", netip.MustParsePrefix("192.0.2.2/24"), netip.MustParsePrefix("2001:db8::2/64"), false); err != nil {
 		t.Fatal(err)
@@ -55,6 +46,19 @@ func newCluster(t testing.TB, n int, extra ...string) *cluster {
 // so a client reaching the VIP there is answered too) as the next node.
 func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (int, *lab.Process) {
 	t.Helper()
+	i := c.addNode(t, name)
+	p, err := c.nodes[i].StartKeepalived(t.TempDir(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.procs = append(c.procs, p)
+	c.ka[i] = true
+	return i, p
+}
+
+// addNode adds the next node host (192.0.2.11 + index) with a stand-in apiserver.
+func (c *cluster) addNode(t testing.TB, name string) int {
+	t.Helper()
 	i := len(c.nodes)
 	h, err := c.AddHost(name, netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
 		netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
@@ -65,13 +69,8 @@ func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (in
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := h.StartKeepalived(t.TempDir(), k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.nodes, c.apis, c.procs = append(c.nodes, h), append(c.apis, api), append(c.procs, p)
-	c.ka[i] = true
-	return i, p
+	c.nodes, c.apis = append(c.nodes, h), append(c.apis, api)
+	return i
 }
 
 // start starts (or restarts) the daemon on node i.

@@ -1,9 +1,7 @@
 package lab
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -17,19 +15,13 @@ type BIRD struct {
 
 // StartBIRD starts bird with conf.
 func (h *Host) StartBIRD(conf string) (*BIRD, error) {
-	dir, err := os.MkdirTemp("", h.lab.Prefix+"-bird-")
+	dir, err := h.lab.daemonDir("bird", "bird")
 	if err != nil {
 		return nil, err
 	}
-	h.lab.mu.Lock()
-	h.lab.stops = append(h.lab.stops, func() { os.RemoveAll(dir) })
-	h.lab.mu.Unlock()
 	path := filepath.Join(dir, "bird.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err
-	}
-	if out, err := exec.Command("chown", "-R", "bird:bird", dir).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("chown %s: %w: %s", dir, err, out)
 	}
 	b := &BIRD{host: h, sock: filepath.Join(dir, "bird.ctl")}
 	b.proc, err = h.Start(h.Name+"-bird", nil, "bird", "-f", "-c", path, "-s", b.sock, "-P", filepath.Join(dir, "bird.pid"))

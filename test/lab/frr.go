@@ -29,13 +29,10 @@ type FRRConfig struct {
 
 // StartFRR starts zebra, then bfdd and bgpd, in the foreground.
 func (h *Host) StartFRR(cfg FRRConfig) (*FRR, error) {
-	dir, err := os.MkdirTemp("", h.lab.Prefix+"-frr-")
+	dir, err := h.lab.daemonDir("frr", "frr")
 	if err != nil {
 		return nil, err
 	}
-	h.lab.mu.Lock()
-	h.lab.stops = append(h.lab.stops, func() { os.RemoveAll(dir) })
-	h.lab.mu.Unlock()
 	f := &FRR{host: h, dir: dir, daemons: map[string]*Process{}}
 	files := map[string]string{"zebra.conf": "log stdout informational\n", "bgpd.conf": "log stdout informational\n" + cfg.BGP}
 	if cfg.BFD != "" {

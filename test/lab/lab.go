@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -169,6 +170,23 @@ func run(name string, args ...string) error {
 		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// daemonDir makes a directory for a daemon's files, owned by user (which the
+// daemon drops to) and removed with the lab. t.TempDir will not do: its
+// parents are root-only.
+func (l *Lab) daemonDir(kind, user string) (string, error) {
+	dir, err := os.MkdirTemp("", l.Prefix+"-"+kind+"-")
+	if err != nil {
+		return "", err
+	}
+	l.mu.Lock()
+	l.stops = append(l.stops, func() { os.RemoveAll(dir) })
+	l.mu.Unlock()
+	if out, err := exec.Command("chown", user+":"+user, dir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("chown %s: %w: %s", dir, err, out)
+	}
+	return dir, nil
 }
 
 // Close ends the lab's processes and servers and deletes its namespaces.
