@@ -48,7 +48,9 @@ test: deps lint unit e2e
 # Benchmarks in namespace labs (root): failover outages, ours next to keepalived.
 # BENCH_TRIALS sets trials per row (default 20).
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E 'Benchmark|outage|median'; exit $${PIPESTATUS[0]}
+	rm -f bench/results.json
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E 'Benchmark|outage|median|CPU'; test $${PIPESTATUS[0]} -eq 0
+	$(GO) run ./test/tools/benchtable bench/results.json
 
 # .deb and .rpm in dist/ (nfpm pinned, fetched through the Go module proxy).
 package: build

@@ -143,12 +143,14 @@ func benchBFD(b *testing.B, ms int) {
 		}
 	}
 	b.StopTimer()
+	figs := map[string][2]Figure{}
 	var summary []string
 	for _, s := range subjects {
 		var downs, routes []time.Duration
 		for _, r := range results[s.name] {
 			downs, routes = append(downs, r.down), append(routes, r.route)
 		}
+		figs[s.name] = [2]Figure{durFigure(downs), durFigure(routes)}
 		dm, dp := stats(downs)
 		rm, rp := stats(routes)
 		summary = append(summary, fmt.Sprintf("%s: down median %s p95 %s, route gone median %s p95 %s", s.name, dm, dp, rm, rp))
@@ -157,6 +159,11 @@ func benchBFD(b *testing.B, ms int) {
 		b.ReportMetric(float64(rm.Microseconds())/1000, key+"-route-median-ms")
 	}
 	b.Logf("BFD %s x 3, %d trials each: %s", iv, trials, strings.Join(summary, "; "))
+	for i, what := range []string{"FRR declares Down", "route leaves the router's kernel"} {
+		other := figs["frr-bfdd"][i]
+		record(b, Row{Name: fmt.Sprintf("BGP+BFD %s x 3, node frozen: %s", iv, what), Unit: "ms",
+			Ours: figs["novaedge-cpvip"][i], Other: "FRR bfdd to bfdd", OtherFig: &other})
+	}
 }
 
 // frrLogTime parses the timestamp FRR puts before a log line with

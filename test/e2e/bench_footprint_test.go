@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// usage is a process tree's CPU time (clock ticks) and RSS (KiB) now.
+func usage(t testing.TB, h *lab.Host, pids []int) (ticks, rssKiB int) {
+	t.Helper()
+	for _, pid := range pids {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		ut, _ := strconv.Atoi(f[11]) // utime, field 14
+		st, _ := strconv.Atoi(f[12]) // stime, field 15
+		ticks += ut + st
+		status, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.Atoi(strings.Fields(v)[0])
+				rssKiB += kb
+			}
+		}
+	}
+	return ticks, rssKiB
+}
+
+// children returns pid and its child processes (keepalived forks its VRRP process).
+func children(pid int) []int {
+	out := []int{pid}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return out
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			out = append(out, children(c)...)
+		}
+	}
+	return out
+}
+
+// footprintOver measures CPU % of one core and RSS (MiB) of pids over d.
+func footprintOver(t testing.TB, pids []int, d time.Duration) (cpu, rssMiB float64) {
+	t0, _ := usage(t, nil, pids)
+	start := time.Now()
+	time.Sleep(d)
+	t1, rss := usage(t, nil, pids)
+	const hz = 100 // USER_HZ on Linux
+	return float64(t1-t0) / hz / time.Since(start).Seconds() * 100, float64(rss) / 1024
+}
+
+// BenchmarkIdleFootprint measures CPU and RSS over BENCH_IDLE_SECONDS
+// (default 60) with one VIP held: ours in L2 (advert 1 s, health 1 s) next
+// to keepalived (advert 1 s) in the same lab, and ours in BGP with BFD at
+// 50 ms x 3 peering FRR; all three measured at the same time.
+func BenchmarkIdleFootprint(b *testing.B) {
+	needKeepalived(b)
+	secs := 60
+	if n, err := strconv.Atoi(os.Getenv("BENCH_IDLE_SECONDS")); err == nil && n > 0 {
+		secs = n
+	}
+	c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
+		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
+	c.Logf = func(string, ...any) {}
+	ka, kp := c.addKeepalived(b, "ka", lab.Keepalived{VRID: 52, Priority: 100, Advert: "1", VIP: "192.0.2.101/32"})
+	c.startAll(b)
+	g := newBGPLab(b, 1)
+	g.Logf = func(string, ...any) {}
+	g.startFRRWithBFD(b)
+	g.start(b, 0, bfdEnv...)
+	c.waitHolder(b, vip4, -1, 30*time.Second)
+	if err := lab.Eventually(30*time.Second, func() error {
+		if _, ok, _ := c.nodes[ka].Has(netip.MustParsePrefix("192.0.2.101/32")); !ok {
+			return fmt.Errorf("keepalived holds nothing yet")
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	g.waitBFD(b, nodeV4(0), "up", 30*time.Second)
+	g.waitHops(b, vip4, 30*time.Second, nodeV4(0))
+	time.Sleep(5 * time.Second) // settled: past start-up work and FRR's BFD reset
+	b.ResetTimer()
+	type subject struct {
+		name string
+		pids []int
+	}
+	subjects := []subject{
+		{"novaedge-cpvip L2", []int{c.procs[0].PID()}},
+		{"keepalived L2", children(kp.PID())},
+		{"novaedge-cpvip BGP+BFD 50 ms", []int{g.procs[0].PID()}},
+	}
+	got := make([][2]float64, len(subjects))
+	var wg sync.WaitGroup
+	for i, s := range subjects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cpu, rss := footprintOver(b, s.pids, time.Duration(secs)*time.Second)
+			got[i] = [2]float64{cpu, rss}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	for i, s := range subjects {
+		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB over %d s (%d processes)", s.name, got[i][0], got[i][1], secs, len(s.pids))
+	}
+	ka2 := Figure{Median: got[1][0], N: 1}
+	record(b, Row{Name: "idle CPU, one VIP held, L2", Unit: "%", Ours: Figure{Median: got[0][0], N: 1}, Other: "keepalived 2.2.7", OtherFig: &ka2,
+		Note: fmt.Sprintf("%d s", secs)})
+	kr := Figure{Median: got[1][1], N: 1}
+	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: Figure{Median: got[0][1], N: 1}, Other: "keepalived 2.2.7", OtherFig: &kr})
+	record(b, Row{Name: "idle CPU, BGP+BFD 50 ms x 3", Unit: "%", Ours: Figure{Median: got[2][0], N: 1}, Note: fmt.Sprintf("%d s", secs)})
+	record(b, Row{Name: "idle RSS, BGP+BFD 50 ms x 3", Unit: "MiB", Ours: Figure{Median: got[2][1], N: 1}})
+}

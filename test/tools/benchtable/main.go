@@ -1,0 +1,67 @@
+// Command benchtable prints bench/results.json as a Markdown table.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+type figure struct {
+	Median, P95 float64
+	N           int
+}
+
+type row struct {
+	Name     string  `json:"name"`
+	Unit     string  `json:"unit"`
+	Ours     figure  `json:"ours"`
+	Other    string  `json:"other"`
+	OtherFig *figure `json:"other_figure"`
+	Note     string  `json:"note"`
+	Measured string  `json:"measured"`
+}
+
+func main() {
+	path := "bench/results.json"
+	if len(os.Args) > 1 {
+		path = os.Args[1]
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	var rows []row
+	if err := json.Unmarshal(b, &rows); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	fmt.Println("| measurement | novaedge-cpvip median | p95 | n | compared with | median | p95 | n | ratio |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		other, ratio := "| | | | |", "|"
+		if r.OtherFig != nil {
+			other = fmt.Sprintf("| %s | %s | %s | %d |", r.Other, num(r.OtherFig.Median, r.Unit), num(r.OtherFig.P95, r.Unit), r.OtherFig.N)
+			if r.OtherFig.Median > 0 {
+				ratio = fmt.Sprintf(" %.2f |", r.Ours.Median/r.OtherFig.Median)
+			}
+		}
+		name := r.Name
+		if r.Note != "" {
+			name += " (" + r.Note + ")"
+		}
+		fmt.Printf("| %s | %s | %s | %d %s%s\n", name, num(r.Ours.Median, r.Unit), num(r.Ours.P95, r.Unit), r.Ours.N, other, ratio)
+	}
+}
+
+func num(v float64, unit string) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
