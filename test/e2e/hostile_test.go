@@ -136,3 +136,56 @@ func countLinesAfter(p *lab.Process, skip int, part string) int {
 	}
 	return n
 }
+
+// TestUnicastIgnoresNonPeers: with NOVAEDGE_CP_VIP_PEERS set, a perfectly
+// valid advertisement with priority 254 from an address that is not a peer
+// is dropped (not_peer) and moves nothing.
+func TestUnicastIgnoresNonPeers(t *testing.T) {
+	c := newCluster(t, 2, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450",
+		"NOVAEDGE_CP_VIP_PEERS=192.0.2.11,192.0.2.12")
+	c.startAll(t)
+	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+	c.stayOne(t, vip4, time.Second)
+	x, err := c.AddHost("x", netip.MustParsePrefix("192.0.2.99/24"), netip.Prefix{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := netip.MustParseAddr("192.0.2.99")
+	var pkts []hostile.Packet
+	for range 200 {
+		a := vrrp.Advertisement{VRID: 51, Priority: 254, Interval: 10, Addresses: []netip.Addr{vip4.Addr()}}
+		for _, dst := range []netip.Addr{c.nodes[0].IPv4.Addr(), c.nodes[1].IPv4.Addr()} {
+			pkts = append(pkts, hostile.Packet{Category: "not_peer", Payload: a.Marshal(nil, attacker, dst), TTL: 255})
+		}
+	}
+	skip := []int{c.procs[0].Lines(), c.procs[1].Lines()}
+	err = lab.InNetns(x.NS, func() error {
+		for i, dst := range []netip.Addr{c.nodes[0].IPv4.Addr(), c.nodes[1].IPv4.Addr()} {
+			var mine []hostile.Packet
+			for j := i; j < len(pkts); j += 2 {
+				mine = append(mine, pkts[j])
+			}
+			if err := hostile.SendVRRP(mine, dst, "eth0"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if got, _ := c.holders(vip4); len(got) != 1 || got[0] != h {
+		t.Fatalf("holder %v after valid adverts from a non-peer, want %s", c.names(got), c.nodes[h].Name)
+	}
+	for i := range 2 {
+		if n := countLinesAfter(c.procs[i], skip[i], "VRRP state changed"); n != 0 {
+			t.Errorf("n%d changed state %d times", i+1, n)
+		}
+		if d := drops(t, c.nodes[i], "vrrp"); d["not_peer"] < 190 {
+			t.Errorf("n%d counted %d not_peer drops for 200 adverts", i+1, d["not_peer"])
+		} else {
+			t.Logf("n%d dropped %d adverts from the non-peer", i+1, d["not_peer"])
+		}
+	}
+}

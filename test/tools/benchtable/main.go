@@ -42,7 +42,7 @@ func main() {
 	for _, r := range rows {
 		other, ratio := "| | | | |", "|"
 		if r.OtherFig != nil {
-			other = fmt.Sprintf("| %s | %s | %s | %d |", r.Other, num(r.OtherFig.Median, r.Unit), num(r.OtherFig.P95, r.Unit), r.OtherFig.N)
+			other = fmt.Sprintf("| %s | %s | %s | %d |", r.Other, num(r.OtherFig.Median, r.Unit), p95(*r.OtherFig, r.Unit), r.OtherFig.N)
 			if r.OtherFig.Median > 0 {
 				ratio = fmt.Sprintf(" %.2f |", r.Ours.Median/r.OtherFig.Median)
 			}
@@ -51,8 +51,16 @@ func main() {
 		if r.Note != "" {
 			name += " (" + r.Note + ")"
 		}
-		fmt.Printf("| %s | %s | %s | %d %s%s\n", name, num(r.Ours.Median, r.Unit), num(r.Ours.P95, r.Unit), r.Ours.N, other, ratio)
+		fmt.Printf("| %s | %s | %s | %d %s%s\n", name, num(r.Ours.Median, r.Unit), p95(r.Ours, r.Unit), r.Ours.N, other, ratio)
 	}
+}
+
+// p95 is "-" for a single measurement.
+func p95(f figure, unit string) string {
+	if f.N < 2 {
+		return "-"
+	}
+	return num(f.P95, unit)
 }
 
 func num(v float64, unit string) string {
