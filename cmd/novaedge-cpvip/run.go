@@ -75,10 +75,14 @@ func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 
 // watchInterface starts the netlink watcher and returns the reconciler of the
 // VIPs on ifname and its event channel.
-func watchInterface(ctx context.Context, cfg *config.Config, ifname string, log *slog.Logger) (*reconcile.Reconciler, <-chan reconcile.Event) {
+func watchInterface(ctx context.Context, cfg *config.Config, ifname string, log *slog.Logger) (*reconcile.Reconciler, <-chan reconcile.Event, error) {
+	link, err := ifaddr.NewLink(ifname)
+	if err != nil {
+		return nil, nil, err
+	}
 	events := make(chan reconcile.Event, 8)
 	go ifaddr.Watch(ctx, ifname, events, log.With("component", "netlink"))
-	return reconcile.New(ifaddr.Link{Name: ifname}, cfg.VIPAddress), events
+	return reconcile.New(link, cfg.VIPAddress), events, nil
 }
 
 // buildL2 wires health, the VRRP elector and the L2 announcer.
@@ -94,7 +98,10 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		}
 		log.Info("Detected interface", "interface", ifname)
 	}
-	rec, events := watchInterface(ctx, cfg, ifname, log)
+	rec, events, err := watchInterface(ctx, cfg, ifname, log)
+	if err != nil {
+		return nil, err
+	}
 	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
 		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	elector, err := buildVRRP(cfg, ifname, log)
@@ -161,7 +168,9 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 		routes = bfdFirst{Speaker: speaker, bfd: d.bfd}
 	}
 	var events <-chan reconcile.Event
-	d.rec, events = watchInterface(ctx, cfg, ifname, log)
+	if d.rec, events, err = watchInterface(ctx, cfg, ifname, log); err != nil {
+		return nil, err
+	}
 	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
 	d.agent = &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}
 	return d, nil

@@ -15,18 +15,29 @@ const labelSuffix = ":cpvip"
 
 // Link is the addresses of the interface called Name. It looks the interface
 // up by name on every call, so it follows an interface that is deleted and
-// created again.
+// created again, over one netlink socket kept open (a socket per call would
+// cost more than the calls). Use it from one goroutine.
 type Link struct {
 	Name string
+	h    *netlink.Handle
+}
+
+// NewLink opens the netlink socket for the interface called name.
+func NewLink(name string) (*Link, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink: %w", err)
+	}
+	return &Link{Name: name, h: h}, nil
 }
 
 // List returns every address on the interface.
-func (l Link) List() ([]netip.Prefix, error) {
-	link, err := netlink.LinkByName(l.Name)
+func (l *Link) List() ([]netip.Prefix, error) {
+	link, err := l.h.LinkByName(l.Name)
 	if err != nil {
 		return nil, fmt.Errorf("finding interface %s: %w", l.Name, err)
 	}
-	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	addrs, err := l.h.AddrList(link, netlink.FAMILY_ALL)
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses of %s: %w", l.Name, err)
 	}
@@ -41,8 +52,8 @@ func (l Link) List() ([]netip.Prefix, error) {
 
 // Add binds p idempotently: IPv4 with our label, IPv6 with IFA_F_NODAD so it
 // is usable at once instead of tentative.
-func (l Link) Add(p netip.Prefix) error {
-	link, err := netlink.LinkByName(l.Name)
+func (l *Link) Add(p netip.Prefix) error {
+	link, err := l.h.LinkByName(l.Name)
 	if err != nil {
 		return fmt.Errorf("finding interface %s: %w", l.Name, err)
 	}
@@ -52,19 +63,19 @@ func (l Link) Add(p netip.Prefix) error {
 	} else {
 		a.Flags = unix.IFA_F_NODAD
 	}
-	if err := netlink.AddrReplace(link, a); err != nil {
+	if err := l.h.AddrReplace(link, a); err != nil {
 		return fmt.Errorf("adding %s to %s: %w", p, l.Name, err)
 	}
 	return nil
 }
 
 // Del removes p; an address that is already gone is no error.
-func (l Link) Del(p netip.Prefix) error {
-	link, err := netlink.LinkByName(l.Name)
+func (l *Link) Del(p netip.Prefix) error {
+	link, err := l.h.LinkByName(l.Name)
 	if err != nil {
 		return fmt.Errorf("finding interface %s: %w", l.Name, err)
 	}
-	if err := netlink.AddrDel(link, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+	if err := l.h.AddrDel(link, &netlink.Addr{IPNet: toIPNet(p)}); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 		return fmt.Errorf("removing %s from %s: %w", p, l.Name, err)
 	}
 	return nil

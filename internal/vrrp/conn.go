@@ -23,8 +23,9 @@ import (
 type Conn struct {
 	ifname  string
 	v6      bool
-	peers   []netip.Addr // unicast mode when not empty
-	exclude []netip.Addr // the VIPs: never our primary address
+	peers   []netip.Addr    // unicast mode when not empty
+	exclude []netip.Addr    // the VIPs: never our primary address
+	nl      *netlink.Handle // for Refresh and Primary: the instance's goroutine only
 
 	mu     sync.Mutex
 	s      *socket
@@ -41,9 +42,14 @@ type socket struct {
 
 // Listen opens the socket for ifname; v6 selects IPv6. It needs CAP_NET_RAW.
 func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) {
-	c := &Conn{ifname: ifname, v6: v6, peers: peers, exclude: exclude}
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("opening netlink: %w", err)
+	}
+	c := &Conn{ifname: ifname, v6: v6, peers: peers, exclude: exclude, nl: nl}
 	s, err := c.open()
 	if err != nil {
+		nl.Close()
 		return nil, err
 	}
 	c.s = s
@@ -51,28 +57,28 @@ func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) 
 }
 
 // Refresh reopens the socket if the interface was deleted and created again
-// (its index changed); a no-op otherwise.
-func (c *Conn) Refresh() error {
-	ifi, err := net.InterfaceByName(c.ifname)
+// (its index changed) and says so; a single by-name lookup otherwise.
+func (c *Conn) Refresh() (bool, error) {
+	link, err := c.nl.LinkByName(c.ifname)
 	if err != nil {
-		return fmt.Errorf("finding interface %s: %w", c.ifname, err)
+		return false, fmt.Errorf("finding interface %s: %w", c.ifname, err)
 	}
 	c.mu.Lock()
-	same := c.s.ifi.Index == ifi.Index
+	same := c.s.ifi.Index == link.Attrs().Index
 	c.mu.Unlock()
 	if same {
-		return nil
+		return false, nil
 	}
 	s, err := c.open()
 	if err != nil {
-		return err
+		return false, err
 	}
 	c.mu.Lock()
 	old := c.s
 	c.s = s
 	c.mu.Unlock()
 	old.close() // a Receive blocked on it goes on with the new socket
-	return nil
+	return true, nil
 }
 
 func (c *Conn) current() (*socket, bool) {
@@ -143,7 +149,7 @@ func (c *Conn) join(f func() error) error {
 // address that is not a VIP, or the first link-local IPv6 address that has
 // finished duplicate address detection.
 func (c *Conn) Primary() (netip.Addr, error) {
-	link, err := netlink.LinkByName(c.ifname)
+	link, err := c.nl.LinkByName(c.ifname)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("finding interface %s: %w", c.ifname, err)
 	}
@@ -151,7 +157,7 @@ func (c *Conn) Primary() (netip.Addr, error) {
 	if c.v6 {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := netlink.AddrList(link, family)
+	addrs, err := c.nl.AddrList(link, family)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("listing addresses of %s: %w", c.ifname, err)
 	}
@@ -257,6 +263,7 @@ func (c *Conn) Close() error {
 	c.closed = true
 	s := c.s
 	c.mu.Unlock()
+	c.nl.Close()
 	return s.close()
 }
 

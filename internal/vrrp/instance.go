@@ -16,8 +16,9 @@ type Transport interface {
 	Primary() (netip.Addr, error)
 	Send(a *Advertisement, src netip.Addr) error
 	Receive(buf []byte) (Advertisement, netip.Addr, error)
-	// Refresh follows the interface if it was deleted and created again.
-	Refresh() error
+	// Refresh follows the interface if it was deleted and created again,
+	// and reports whether it did.
+	Refresh() (bool, error)
 	Close() error
 }
 
@@ -214,10 +215,15 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 // refresh reopens the transport on a re-created interface and takes a
 // possibly new primary address.
 func (i *Instance) refresh() {
-	if err := i.conn.Refresh(); err != nil {
+	changed, err := i.conn.Refresh()
+	if err != nil {
 		i.log.Debug("VRRP interface check failed", "error", err)
 		return
 	}
+	if !changed {
+		return
+	}
+	i.log.Info("VRRP interface created again, socket reopened")
 	if p, err := i.conn.Primary(); err == nil && p != *i.primary.Load() {
 		i.log.Info("VRRP source address changed", "from", *i.primary.Load(), "to", p)
 		i.m.SetPrimary(p)
