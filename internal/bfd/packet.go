@@ -4,6 +4,7 @@ import (
 	"crypto/sha1" //nolint:gosec // RFC 5880 section 6.7.4 specifies SHA1
 	"crypto/subtle"
 	"encoding/binary"
+	"strconv"
 )
 
 // Protocol constants.
@@ -67,7 +68,7 @@ func (d Diag) String() string {
 	case DiagAdminDown:
 		return "administratively-down"
 	}
-	return "diag-" + string('0'+rune(d%10))
+	return "diag-" + strconv.Itoa(int(d))
 }
 
 // AuthType is the authentication type (RFC 5880 section 4.1).

@@ -47,6 +47,7 @@ func (e *Elector) holdsAny() bool {
 func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex // decide is called from several instances
+	held := map[netip.Prefix]bool{}
 	for _, in := range e.instances {
 		wg.Add(1)
 		go func() {
@@ -54,9 +55,10 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			in.Run(ctx, func(vip netip.Prefix, hold bool) {
 				mu.Lock()
 				defer mu.Unlock()
-				if hold {
+				if hold && !held[vip] { // not for a re-announcement of a VIP held already
 					e.log.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")
 				}
+				held[vip] = hold
 				decide(vip, hold)
 			})
 		}()
