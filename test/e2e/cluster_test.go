@@ -23,6 +23,7 @@ type cluster struct {
 	extra  []string
 	token  string
 	ka     map[int]bool // nodes that run keepalived, not us
+	kaCfg  map[int]lab.Keepalived
 }
 
 func newCluster(t testing.TB, n int, extra ...string) *cluster {
@@ -32,7 +33,7 @@ func newCluster(t testing.TB, n int, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
+	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -52,8 +53,22 @@ func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (in
 		t.Fatal(err)
 	}
 	c.procs = append(c.procs, p)
-	c.ka[i] = true
+	c.ka[i], c.kaCfg[i] = true, k
 	return i, p
+}
+
+// restart starts node i again: our daemon, or keepalived with its config.
+func (c *cluster) restart(t testing.TB, i int) {
+	t.Helper()
+	if !c.ka[i] {
+		c.start(t, i)
+		return
+	}
+	p, err := c.nodes[i].StartKeepalived(t.TempDir(), c.kaCfg[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.procs[i] = p
 }
 
 // addNode adds the next node host (192.0.2.11 + index) with a stand-in apiserver.

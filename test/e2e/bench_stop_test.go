@@ -1,0 +1,120 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+func benchTrials() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return 20
+}
+
+// BenchmarkL2GracefulStop: SIGTERM on the holder (ours sends priority 0 and
+// releases; so does keepalived), client-seen outage, three nodes each,
+// 100 ms advertisements, trials alternating.
+func BenchmarkL2GracefulStop(b *testing.B) {
+	needKeepalived(b)
+	kaVIP := netip.MustParsePrefix("192.0.2.101/32")
+	c := newCluster(b, 3, v4only)
+	c.Logf = func(string, ...any) {}
+	ours := failoverGroup{name: "novaedge-cpvip", vip: vip4, hosts: []int{0, 1, 2}}
+	ka := failoverGroup{name: "keepalived", vip: kaVIP}
+	for i := range 3 {
+		idx, _ := c.addKeepalived(b, fmt.Sprintf("ka%d", i+1), lab.Keepalived{VRID: 52, Priority: 100, Advert: "0.1", VIP: kaVIP.String()})
+		ka.hosts = append(ka.hosts, idx)
+	}
+	c.startAll(b)
+	results := map[string][]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for trial := range benchTrials() {
+			for _, g := range []failoverGroup{ours, ka} {
+				var h int
+				if err := lab.Eventually(20*time.Second, func() (err error) { h, err = g.holder(c); return err }); err != nil {
+					b.Fatal(err)
+				}
+				p := startProber(c.client, netip.AddrPortFrom(g.vip.Addr(), 6443))
+				if err := lab.Eventually(20*time.Second, func() error { return p.steady(300 * time.Millisecond) }); err != nil {
+					b.Fatal(err)
+				}
+				stop := time.Now()
+				if err := c.procs[h].Signal(syscall.SIGTERM); err != nil {
+					b.Fatal(err)
+				}
+				var outage time.Duration
+				err := lab.Eventually(10*time.Second, func() error {
+					var ok bool
+					if outage, ok = p.outage(stop); !ok {
+						return fmt.Errorf("%s: the client has not recovered", g.name)
+					}
+					return nil
+				})
+				p.stop()
+				if err != nil {
+					b.Fatal(err)
+				}
+				results[g.name] = append(results[g.name], outage)
+				b.Logf("trial %d %-15s outage %s", trial+1, g.name, outage.Round(time.Millisecond))
+				_, _ = c.procs[h].Wait(5 * time.Second)
+				c.restart(b, h)
+				time.Sleep(time.Second) // back as backup
+			}
+		}
+	}
+	b.StopTimer()
+	kf := durFigure(results[ka.name])
+	record(b, Row{Name: "L2, graceful stop of the holder, advert 100 ms: client-seen outage", Unit: "ms",
+		Ours: durFigure(results[ours.name]), Other: "keepalived 2.2.7", OtherFig: &kf})
+	b.Logf("graceful stop: ours %v, keepalived %v (median, p95)", durFigure(results[ours.name]), kf)
+}
+
+// BenchmarkBGPGracefulStop: SIGTERM on one of two BGP nodes, time until the
+// router's kernel route no longer has it (netlink event in the router).
+func BenchmarkBGPGracefulStop(b *testing.B) {
+	l := newBGPLab(b, 2)
+	l.Logf = func(string, ...any) {}
+	l.startFRR(b, false, "")
+	l.start(b, 0)
+	l.start(b, 1)
+	both := []netip.Addr{nodeV4(0), nodeV4(1)}
+	l.waitHops(b, vip4, 30*time.Second, both...)
+	w, err := l.router.WatchRoute(vip4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var ds []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		for trial := range benchTrials() {
+			i := trial % 2
+			stop := time.Now()
+			if err := l.procs[i].Signal(syscall.SIGTERM); err != nil {
+				b.Fatal(err)
+			}
+			l.waitHops(b, vip4, 10*time.Second, nodeV4(1-i))
+			at, ok := w.FirstAfter(stop)
+			if !ok {
+				b.Fatal("no route change seen")
+			}
+			ds = append(ds, at.Sub(stop))
+			b.Logf("trial %d: route without n%d after %s", trial+1, i+1, at.Sub(stop).Round(time.Millisecond))
+			_, _ = l.procs[i].Wait(5 * time.Second)
+			l.start(b, i)
+			l.waitHops(b, vip4, 60*time.Second, both...)
+		}
+	}
+	b.StopTimer()
+	record(b, Row{Name: "BGP, graceful stop: router's route without the node", Unit: "ms", Ours: durFigure(ds)})
+	b.Logf("BGP graceful stop: %v", durFigure(ds))
+}
