@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/status"
 )
 
@@ -21,7 +22,7 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	def := os.Getenv("NOVAEDGE_CP_VIP_METRICS_ADDR")
 	if def == "" {
-		def = "127.0.0.1:9450"
+		def = config.Default("NOVAEDGE_CP_VIP_METRICS_ADDR")
 	}
 	addr := fs.String("metrics-addr", def, "address of the daemon's status endpoint (NOVAEDGE_CP_VIP_METRICS_ADDR)")
 	out := fs.String("o", "table", "output: table or json")

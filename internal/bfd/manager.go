@@ -2,7 +2,6 @@ package bfd
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -311,6 +310,3 @@ func (m *Manager) Sessions() []SessionStatus {
 
 // Drops returns the dropped packets by reason.
 func (m *Manager) Drops() map[Reason]uint64 { return m.drops.Snapshot() }
-
-// String describes the manager for logs.
-func (m *Manager) String() string { return fmt.Sprintf("bfd(%d sessions)", len(m.peers)) }

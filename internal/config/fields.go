@@ -62,3 +62,9 @@ func fieldByName(name string) (Field, bool) {
 func (f Field) Value(c *Config) any {
 	return reflect.ValueOf(c).Elem().Field(f.index).Interface()
 }
+
+// Default returns the default value of the variable env ("" when it has none).
+func Default(env string) string {
+	f, _ := fieldByEnv(env)
+	return f.Default
+}

@@ -127,7 +127,7 @@ func (r *Result) convert(env map[string]string) error {
 			return err
 		}
 	} else {
-		r.Notes = append(r.Notes, "L2 mode: the nodes elect the holder with VRRPv3 (VRID "+vridDefault()+"); use the same NOVAEDGE_CP_VIP_VRID on every node and one no other VRRP group on the segment uses")
+		r.Notes = append(r.Notes, "L2 mode: the nodes elect the holder with VRRPv3 (VRID "+config.Default("NOVAEDGE_CP_VIP_VRID")+"); use the same NOVAEDGE_CP_VIP_VRID on every node and one no other VRRP group on the segment uses")
 	}
 	take("vip_arp")
 	take("cp_enable")
@@ -135,15 +135,6 @@ func (r *Result) convert(env map[string]string) error {
 	r.logLevel(take)
 	r.dropRest(env)
 	return nil
-}
-
-func vridDefault() string {
-	for _, f := range config.Fields() {
-		if f.Env == "NOVAEDGE_CP_VIP_VRID" {
-			return f.Default
-		}
-	}
-	return "51"
 }
 
 // vipList turns kube-vip's address (one or a comma list) and cidr into prefixes.

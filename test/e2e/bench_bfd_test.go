@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,14 +29,9 @@ func BenchmarkBFDDetection(b *testing.B) {
 type bfdTrial struct{ down, route time.Duration }
 
 func benchBFD(b *testing.B, ms int) {
-	trials := 20
-	if n, err := strconv.Atoi(os.Getenv("BENCH_TRIALS")); err == nil && n > 0 {
-		trials = n
-	}
+	trials := benchTrials()
 	l := newBGPLab(b, 1)
-	if os.Getenv("BENCH_VERBOSE") == "" {
-		l.Logf = func(string, ...any) {}
-	}
+	quiet(l.Lab)
 	fnode, err := l.AddHost("f1", netip.PrefixFrom(frrNodeV4, 24), netip.Prefix{}, false)
 	if err != nil {
 		b.Fatal(err)

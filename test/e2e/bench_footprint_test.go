@@ -73,11 +73,11 @@ func BenchmarkIdleFootprint(b *testing.B) {
 	}
 	c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
 		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
-	c.Logf = func(string, ...any) {}
+	quiet(c.Lab)
 	ka, kp := c.addKeepalived(b, "ka", lab.Keepalived{VRID: 52, Priority: 100, Advert: "1", VIP: "192.0.2.101/32"})
 	c.startAll(b)
 	g := newBGPLab(b, 1)
-	g.Logf = func(string, ...any) {}
+	quiet(g.Lab)
 	g.startFRRWithBFD(b)
 	g.start(b, 0, bfdEnv...)
 	c.waitHolder(b, vip4, -1, 30*time.Second)

@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -12,28 +10,11 @@ import (
 	"github.com/novaedge/cpvip/test/lab"
 )
 
-func benchTrials() int {
-	if n, err := strconv.Atoi(os.Getenv("BENCH_TRIALS")); err == nil && n > 0 {
-		return n
-	}
-	return 20
-}
-
 // BenchmarkL2GracefulStop: SIGTERM on the holder (ours sends priority 0 and
 // releases; so does keepalived), client-seen outage, three nodes each,
 // 100 ms advertisements, trials alternating.
 func BenchmarkL2GracefulStop(b *testing.B) {
-	needKeepalived(b)
-	kaVIP := netip.MustParsePrefix("192.0.2.101/32")
-	c := newCluster(b, 3, v4only)
-	c.Logf = func(string, ...any) {}
-	ours := failoverGroup{name: "novaedge-cpvip", vip: vip4, hosts: []int{0, 1, 2}}
-	ka := failoverGroup{name: "keepalived", vip: kaVIP}
-	for i := range 3 {
-		idx, _ := c.addKeepalived(b, fmt.Sprintf("ka%d", i+1), lab.Keepalived{VRID: 52, Priority: 100, Advert: "0.1", VIP: kaVIP.String()})
-		ka.hosts = append(ka.hosts, idx)
-	}
-	c.startAll(b)
+	c, ours, ka := newFailoverLab(b)
 	results := map[string][]time.Duration{}
 	b.ResetTimer()
 	for range b.N {
@@ -82,7 +63,7 @@ func BenchmarkL2GracefulStop(b *testing.B) {
 // router's kernel route no longer has it (netlink event in the router).
 func BenchmarkBGPGracefulStop(b *testing.B) {
 	l := newBGPLab(b, 2)
-	l.Logf = func(string, ...any) {}
+	quiet(l.Lab)
 	l.startFRR(b, false, "")
 	l.start(b, 0)
 	l.start(b, 1)

@@ -170,33 +170,8 @@ func linkCutTrial(b *testing.B, c *cluster, g failoverGroup) time.Duration {
 // three keepalived 2.2 nodes in the same lab (other VRID and VIP), trials
 // alternating. BENCH_TRIALS sets the trial count (default 20).
 func BenchmarkL2LinkCutOutage(b *testing.B) {
-	needKeepalived(b)
-	trials := 20
-	if n, err := strconv.Atoi(os.Getenv("BENCH_TRIALS")); err == nil && n > 0 {
-		trials = n
-	}
-	kaVIP := netip.MustParsePrefix("192.0.2.101/32")
-	c := newCluster(b, 3, v4only)
-	if os.Getenv("BENCH_VERBOSE") == "" {
-		c.Logf = func(string, ...any) {}
-	}
-	ours := failoverGroup{name: "novaedge-cpvip", vip: vip4, hosts: []int{0, 1, 2}}
-	ka := failoverGroup{name: "keepalived", vip: kaVIP}
-	for i := range 3 {
-		idx, _ := c.addKeepalived(b, fmt.Sprintf("ka%d", i+1), lab.Keepalived{VRID: 52, Priority: 100, Advert: "0.1", VIP: kaVIP.String()})
-		ka.hosts = append(ka.hosts, idx)
-	}
-	c.startAll(b)
-	if err := lab.Eventually(20*time.Second, func() error {
-		for _, g := range []failoverGroup{ours, ka} {
-			if _, err := g.holder(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	trials := benchTrials()
+	c, ours, ka := newFailoverLab(b)
 	b.ResetTimer()
 	results := map[string][]time.Duration{}
 	for range b.N {
@@ -220,6 +195,50 @@ func BenchmarkL2LinkCutOutage(b *testing.B) {
 	b.ReportMetric(float64(op.Milliseconds()), "ours-p95-ms")
 	b.ReportMetric(float64(km.Milliseconds()), "keepalived-median-ms")
 	b.ReportMetric(float64(kp.Milliseconds()), "keepalived-p95-ms")
+}
+
+// benchTrials is BENCH_TRIALS, or 20.
+func benchTrials() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_TRIALS")); err == nil && n > 0 {
+		return n
+	}
+	return 20
+}
+
+// quiet silences the lab's log unless BENCH_VERBOSE is set.
+func quiet(l *lab.Lab) {
+	if os.Getenv("BENCH_VERBOSE") == "" {
+		l.Logf = func(string, ...any) {}
+	}
+}
+
+// newFailoverLab is three of our nodes (VRID 51, 192.0.2.100) and three
+// keepalived nodes (VRID 52, 192.0.2.101) on one switch, 100 ms adverts,
+// both groups with a holder.
+func newFailoverLab(b *testing.B) (*cluster, failoverGroup, failoverGroup) {
+	b.Helper()
+	needKeepalived(b)
+	kaVIP := netip.MustParsePrefix("192.0.2.101/32")
+	c := newCluster(b, 3, v4only)
+	quiet(c.Lab)
+	ours := failoverGroup{name: "novaedge-cpvip", vip: vip4, hosts: []int{0, 1, 2}}
+	ka := failoverGroup{name: "keepalived", vip: kaVIP}
+	for i := range 3 {
+		idx, _ := c.addKeepalived(b, fmt.Sprintf("ka%d", i+1), lab.Keepalived{VRID: 52, Priority: 100, Advert: "0.1", VIP: kaVIP.String()})
+		ka.hosts = append(ka.hosts, idx)
+	}
+	c.startAll(b)
+	if err := lab.Eventually(20*time.Second, func() error {
+		for _, g := range []failoverGroup{ours, ka} {
+			if _, err := g.holder(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return c, ours, ka
 }
 
 // stats returns the median and the 95th percentile (nearest rank).

@@ -87,9 +87,6 @@ func (f *FRR) Restart(daemon string) error {
 // Daemon returns a daemon's process (its output is its log).
 func (f *FRR) Daemon(name string) *Process { return f.daemons[name] }
 
-// Kill ends a daemon.
-func (f *FRR) Kill(daemon string) { f.daemons[daemon].Kill() }
-
 // Vtysh runs one show command and returns its output.
 func (f *FRR) Vtysh(cmd string) (string, error) {
 	return f.host.Exec("vtysh", "--vty_socket", f.dir, "-c", cmd)
