@@ -54,8 +54,11 @@ type Speaker struct {
 	log *slog.Logger
 	s   *server.BgpServer
 
-	mu    sync.Mutex
-	peers map[netip.Addr]*PeerStatus
+	mu      sync.Mutex
+	peers   map[netip.Addr]*PeerStatus
+	stopped bool
+	// reconnected is when each peer was last re-created (reconnect.go).
+	reconnected map[netip.Addr]time.Time
 }
 
 // New returns a Speaker; Start runs it.
@@ -65,7 +68,7 @@ func New(cfg Config, log *slog.Logger) *Speaker {
 	if log.Enabled(context.Background(), slog.LevelDebug) {
 		lv.Set(slog.LevelDebug)
 	}
-	sp := &Speaker{cfg: cfg, log: log, peers: map[netip.Addr]*PeerStatus{},
+	sp := &Speaker{cfg: cfg, log: log, peers: map[netip.Addr]*PeerStatus{}, reconnected: map[netip.Addr]time.Time{},
 		s: server.NewBgpServer(server.LoggerOption(log.With("component", "gobgp"), lv))}
 	for _, p := range cfg.Peers {
 		sp.peers[p.Address] = &PeerStatus{Address: p.Address, AS: p.AS, State: "idle", Since: time.Now()}
@@ -139,6 +142,13 @@ func (sp *Speaker) Withdraw(vip netip.Prefix) error {
 
 // path builds the route of vip as a host route (/32 or /128).
 func (sp *Speaker) path(vip netip.Prefix, withdraw bool) (*apiutil.Path, error) {
+	return HostRoute(vip, sp.cfg.NextHop, sp.cfg.Communities, withdraw)
+}
+
+// HostRoute builds the GoBGP path of vip as a host route (/32 or /128) with
+// ORIGIN IGP, nextHop when it is of vip's family (else the session's
+// address) and communities.
+func HostRoute(vip netip.Prefix, nextHop netip.Addr, communities []uint32, withdraw bool) (*apiutil.Path, error) {
 	host := netip.PrefixFrom(vip.Addr(), vip.Addr().BitLen())
 	nlri, err := bgp.NewIPAddrPrefix(host)
 	if err != nil {
@@ -150,8 +160,8 @@ func (sp *Speaker) path(vip netip.Prefix, withdraw bool) (*apiutil.Path, error) 
 	if vip.Addr().Is6() {
 		family, nh = bgp.RF_IPv6_UC, netip.IPv6Unspecified()
 	}
-	if sp.cfg.NextHop.IsValid() && sp.cfg.NextHop.Is6() == vip.Addr().Is6() {
-		nh = sp.cfg.NextHop
+	if nextHop.IsValid() && nextHop.Is6() == vip.Addr().Is6() {
+		nh = nextHop
 	}
 	if family == bgp.RF_IPv4_UC {
 		a, err := bgp.NewPathAttributeNextHop(nh)
@@ -166,20 +176,26 @@ func (sp *Speaker) path(vip netip.Prefix, withdraw bool) (*apiutil.Path, error) 
 		}
 		attrs = append(attrs, a)
 	}
-	if len(sp.cfg.Communities) > 0 {
-		attrs = append(attrs, bgp.NewPathAttributeCommunities(sp.cfg.Communities))
+	if len(communities) > 0 {
+		attrs = append(attrs, bgp.NewPathAttributeCommunities(communities))
 	}
 	return &apiutil.Path{Family: family, Nlri: nlri, Attrs: attrs, Withdrawal: withdraw}, nil
 }
 
-// ResetPeer drops the session with addr at once (BFD said the path is down);
-// it reconnects after the short idle hold.
+// ResetPeer drops the session with addr at once (BFD said the path is down)
+// and starts connecting again; see reconnect.
 func (sp *Speaker) ResetPeer(ctx context.Context, addr netip.Addr, why string) error {
-	return sp.s.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr.String(), Communication: why})
+	sp.log.Debug("BGP session reset", "peer", addr, "why", why)
+	return sp.reconnect(ctx, addr)
 }
 
 // Stop sends Cease to every peer and stops the server. Call it once.
-func (sp *Speaker) Stop() { sp.s.Stop() }
+func (sp *Speaker) Stop() {
+	sp.mu.Lock()
+	sp.stopped = true
+	sp.mu.Unlock()
+	sp.s.Stop()
+}
 
 func (sp *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Time) {
 	if ev.Type != apiutil.PEER_EVENT_STATE {
@@ -196,7 +212,7 @@ func (sp *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 		sp.mu.Unlock()
 		return
 	}
-	prev := ps.State
+	prev, sinceLast := ps.State, at.Sub(sp.reconnected[addr])
 	ps.State, ps.Since = state, at
 	switch msg := ev.Peer.State.DisconnectMessage; {
 	case state == "established":
@@ -206,6 +222,9 @@ func (sp *Speaker) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, at time.Ti
 	}
 	reason := ps.Reason
 	sp.mu.Unlock()
+	if prev == "established" && droppedByPeer(reason, sinceLast) {
+		go sp.reconnectAfterDrop(addr)
+	}
 	switch {
 	case state == "established":
 		sp.log.Info("BGP session established", "peer", addr, "as", ps.AS)

@@ -3,7 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"strings"
+	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -11,107 +12,74 @@ import (
 	"github.com/novaedge/cpvip/test/lab"
 )
 
-var (
-	frrNodeV4 = netip.MustParseAddr("198.51.100.21")
-	frrVIP    = netip.MustParsePrefix("192.0.2.101/32")
+// bfdSubject is one BFD speaker peering the router: ours, GoBGP's own BFD
+// (the gobgpbfd helper) or FRR's bfdd, at one interval.
+type bfdSubject struct {
+	tool   string
+	ms     int
+	addr   netip.Addr   // its address, the router's BGP and BFD peer
+	vip    netip.Prefix // the route it announces
+	freeze *lab.Process // the process a trial stops
+}
+
+const (
+	toolOurs  = "novaedge-cpvip"
+	toolGoBGP = "GoBGP v4.8.0 BFD"
+	toolFRR   = "FRR bfdd to bfdd"
 )
 
 // BenchmarkBFDDetection measures, for a node going silent (SIGSTOP), the time
-// until the router's FRR bfdd declares the session down and until the kernel
-// route leaves the router: our node next to an FRR node (bfdd + bgpd) peering
-// the same router, trials alternating, at 50 ms x 3 and 10 ms x 3.
+// until the router's FRR bfdd declares the session down and until the route
+// leaves the router's kernel: our node, a GoBGP speaker with GoBGP's own BFD
+// and an FRR node (bgpd + bfdd), at 50 ms x 3 and at 10 ms x 3, all six
+// peering one FRR router. Each round freezes every subject in turn (order
+// rotating) and measures it alone, then resumes them all and waits until
+// every session and route is back.
 func BenchmarkBFDDetection(b *testing.B) {
-	for _, ms := range []int{50, 10} {
-		b.Run(fmt.Sprintf("%dms_x3", ms), func(b *testing.B) { benchBFD(b, ms) })
-	}
-}
-
-type bfdTrial struct{ down, route time.Duration }
-
-func benchBFD(b *testing.B, ms int) {
-	trials := benchTrials()
-	l := newBGPLab(b, 1)
-	quiet(l.Lab)
-	fnode, err := l.AddHost("f1", netip.PrefixFrom(frrNodeV4, 24), netip.Prefix{}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := fnode.DefaultRoute(routerV4, netip.Addr{}); err != nil {
-		b.Fatal(err)
-	}
-	neighbors := []netip.Addr{nodeV4(0), frrNodeV4}
-	bfdConf := lab.BFDRouterConfig(ms, 3)
-	router, err := l.router.StartFRR(lab.FRRConfig{
-		BGP: lab.BGPRouterConfigAS(routerV4, neighbors, map[netip.Addr]uint32{nodeV4(0): 65002, frrNodeV4: 65003}, "", true),
-		BFD: "log timestamp precision 6\ndebug bfd peer\n" + bfdConf,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	l.frr = router
-	ffrr, err := fnode.StartFRR(lab.FRRConfig{BFD: bfdConf, BGP: `router bgp 65003
- bgp router-id 198.51.100.21
- no bgp ebgp-requires-policy
- no bgp network import-check
- neighbor 198.51.100.1 remote-as 65001
- neighbor 198.51.100.1 timers 3 9
- neighbor 198.51.100.1 timers connect 1
- neighbor 198.51.100.1 bfd
- neighbor 198.51.100.1 bfd profile fast
- address-family ipv4 unicast
-  network 192.0.2.101/32
-  neighbor 198.51.100.1 activate
- exit-address-family
-`})
-	if err != nil {
-		b.Fatal(err)
-	}
-	iv := fmt.Sprintf("%dms", ms)
-	l.start(b, 0, "NOVAEDGE_BFD_ENABLED=true", "NOVAEDGE_BFD_TX_INTERVAL="+iv, "NOVAEDGE_BFD_RX_INTERVAL="+iv, "NOVAEDGE_BFD_DETECT_MULT=3")
+	l, subjects := newBFDBenchLab(b)
+	router := l.frr.Daemon("bfdd")
 	watch := map[netip.Prefix]*lab.RouteWatch{}
-	for _, p := range []netip.Prefix{vip4, frrVIP} {
-		w, err := l.router.WatchRoute(p)
+	for _, s := range subjects {
+		w, err := l.router.WatchRoute(s.vip)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer w.Stop()
-		watch[p] = w
+		watch[s.vip] = w
 	}
-	type subject struct {
-		name   string
-		peer   netip.Addr
-		vip    netip.Prefix
-		freeze *lab.Process
-		hop    netip.Addr
+	settle := func() {
+		for _, s := range subjects {
+			l.waitBFDInterval(b, s.addr, s.ms, 60*time.Second)
+			l.waitHops(b, s.vip, 60*time.Second, s.addr)
+		}
+		time.Sleep(time.Second) // past FRR bgpd's re-registration of the session after Established
+		for _, s := range subjects {
+			l.waitBFDInterval(b, s.addr, s.ms, 60*time.Second)
+		}
 	}
-	subjects := []subject{
-		{"novaedge-cpvip", nodeV4(0), vip4, l.procs[0], nodeV4(0)},
-		{"frr-bfdd", frrNodeV4, frrVIP, ffrr.Daemon("bfdd"), frrNodeV4},
-	}
-	settle := func(s subject) {
-		l.waitBFD(b, s.peer, "up", 60*time.Second)
-		l.waitHops(b, s.vip, 60*time.Second, s.hop)
-		time.Sleep(time.Second) // past the Poll: running at the fast interval
-	}
+	settle()
+	type result struct{ down, route []time.Duration }
+	results := map[bfdSubject]*result{}
 	for _, s := range subjects {
-		settle(s)
+		results[s] = &result{}
 	}
+	trials := benchTrials()
 	b.ResetTimer()
-	results := map[string][]bfdTrial{}
 	for range b.N {
-		for trial := range trials {
-			for _, s := range subjects {
-				bfdd := router.Daemon("bfdd")
-				skip := bfdd.Lines()
+		for round := range trials {
+			start := time.Now()
+			for k := range subjects {
+				s := subjects[(round+k)%len(subjects)]
+				skip := router.Lines()
 				t0 := time.Now()
 				if err := s.freeze.Signal(syscall.SIGSTOP); err != nil {
 					b.Fatal(err)
 				}
-				i, err := bfdd.WaitLine(10*time.Second, skip, "state-change", "peer:"+s.peer.String(), "up -> down")
+				i, err := router.WaitLine(10*time.Second, skip, "state-change", "peer:"+s.addr.String()+" ", "up -> down")
 				if err != nil {
-					b.Fatal(err)
+					b.Fatalf("%s %d ms: %v", s.tool, s.ms, err)
 				}
-				downAt, err := frrLogTime(bfdd.Line(i))
+				downAt, err := frrLogTime(router.Line(i))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -125,37 +93,155 @@ func benchBFD(b *testing.B, ms int) {
 				}); err != nil {
 					b.Fatal(err)
 				}
-				r := bfdTrial{down: downAt.Sub(t0), route: routeAt.Sub(t0)}
-				results[s.name] = append(results[s.name], r)
-				b.Logf("%s trial %d %-15s down %s route %s", iv, trial+1, s.name, r.down.Round(time.Millisecond), r.route.Round(time.Millisecond))
+				r := results[s]
+				r.down, r.route = append(r.down, downAt.Sub(t0)), append(r.route, routeAt.Sub(t0))
+				b.Logf("round %d %2d ms %-17s down %s route %s", round+1, s.ms, s.tool,
+					downAt.Sub(t0).Round(time.Millisecond), routeAt.Sub(t0).Round(time.Millisecond))
+			}
+			for _, s := range subjects {
 				if err := s.freeze.Signal(syscall.SIGCONT); err != nil {
 					b.Fatal(err)
 				}
-				settle(s)
 			}
+			settle()
+			b.Logf("round %d took %s", round+1, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	b.StopTimer()
-	figs := map[string][2]Figure{}
-	var summary []string
-	for _, s := range subjects {
-		var downs, routes []time.Duration
-		for _, r := range results[s.name] {
-			downs, routes = append(downs, r.down), append(routes, r.route)
+	for _, ms := range []int{50, 10} {
+		var ours [2]Figure
+		var others [2][]Compared
+		for _, s := range subjects {
+			if s.ms != ms {
+				continue
+			}
+			r := results[s]
+			f := [2]Figure{durFigure(r.down), durFigure(r.route)}
+			b.Logf("BFD %d ms x 3, %s: down %+v, route %+v", ms, s.tool, f[0], f[1])
+			for i := range f {
+				if s.tool == toolOurs {
+					ours[i] = f[i]
+				} else {
+					others[i] = append(others[i], Compared{Tool: s.tool, Figure: f[i]})
+				}
+			}
 		}
-		figs[s.name] = [2]Figure{durFigure(downs), durFigure(routes)}
-		dm, dp := stats(downs)
-		rm, rp := stats(routes)
-		summary = append(summary, fmt.Sprintf("%s: down median %s p95 %s, route gone median %s p95 %s", s.name, dm, dp, rm, rp))
-		key := strings.ReplaceAll(s.name, "-", "")
-		b.ReportMetric(float64(dm.Microseconds())/1000, key+"-down-median-ms")
-		b.ReportMetric(float64(rm.Microseconds())/1000, key+"-route-median-ms")
+		for i, what := range []string{"FRR declares Down", "route leaves the router's kernel"} {
+			record(b, Row{Name: fmt.Sprintf("BGP+BFD %dms x 3, node frozen: %s", ms, what), Unit: "ms", Ours: ours[i], Others: others[i]})
+		}
 	}
-	b.Logf("BFD %s x 3, %d trials each: %s", iv, trials, strings.Join(summary, "; "))
-	for i, what := range []string{"FRR declares Down", "route leaves the router's kernel"} {
-		other := figs["frr-bfdd"][i]
-		record(b, Row{Name: fmt.Sprintf("BGP+BFD %s x 3, node frozen: %s", iv, what), Unit: "ms",
-			Ours: figs["novaedge-cpvip"][i], Other: "FRR bfdd to bfdd", OtherFig: &other})
+}
+
+// newBFDBenchLab is one FRR router (bgpd + bfdd, profiles fast50 and fast10)
+// and six BGP speakers with BFD: for each interval our node, a gobgpbfd
+// helper and an FRR node, each announcing its own /32.
+func newBFDBenchLab(b *testing.B) (*bgpLab, []bfdSubject) {
+	b.Helper()
+	helper := filepath.Join(b.TempDir(), "gobgpbfd")
+	if out, err := exec.Command("go", "build", "-o", helper, "../tools/gobgpbfd").CombinedOutput(); err != nil {
+		b.Fatalf("building gobgpbfd: %v\n%s", err, out)
+	}
+	l := newBGPLab(b, 2)
+	quiet(l.Lab)
+	var subjects []bfdSubject
+	as := map[netip.Addr]uint32{}
+	profile := map[netip.Addr]string{}
+	var neighbors []netip.Addr
+	for i, ms := range []int{50, 10} {
+		for j, tool := range []string{toolOurs, toolGoBGP, toolFRR} {
+			s := bfdSubject{tool: tool, ms: ms,
+				addr: netip.AddrFrom4([4]byte{198, 51, 100, byte(11 + 10*j + i)}),
+				vip:  netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(100 + 10*i + j)}), 32)}
+			subjects = append(subjects, s)
+			neighbors = append(neighbors, s.addr)
+			as[s.addr], profile[s.addr] = uint32(65002+j), fmt.Sprintf("fast%d", ms)
+		}
+	}
+	router, err := l.router.StartFRR(lab.FRRConfig{
+		BGP: lab.BGPRouterConfigAS(routerV4, neighbors, as, "", profile),
+		BFD: "log timestamp precision 6\ndebug bfd peer\nbfd\n" + lab.BFDProfile("fast50", 50, 3) + lab.BFDProfile("fast10", 10, 3) + "exit\n",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l.frr = router
+	for k := range subjects {
+		s := &subjects[k]
+		switch s.tool {
+		case toolOurs:
+			i := 0 // n1 at 50 ms, n2 at 10 ms
+			if s.ms != 50 {
+				i = 1
+			}
+			iv := fmt.Sprintf("%dms", s.ms)
+			s.freeze = l.start(b, i, "NOVAEDGE_CP_VIP_ADDRESS="+s.vip.String(), "NOVAEDGE_BGP_LOCAL_AS=65002",
+				"NOVAEDGE_BFD_ENABLED=true", "NOVAEDGE_BFD_TX_INTERVAL="+iv, "NOVAEDGE_BFD_RX_INTERVAL="+iv, "NOVAEDGE_BFD_DETECT_MULT=3")
+		case toolGoBGP:
+			h := bfdBenchHost(b, l, fmt.Sprintf("g%d", s.ms), s.addr)
+			if s.freeze, err = h.Start("gobgpbfd", nil, helper, "-as", "65003", "-router-id", s.addr.String(),
+				"-peer", routerV4.String(), "-vip", s.vip.String(), "-interval", fmt.Sprintf("%dms", s.ms)); err != nil {
+				b.Fatal(err)
+			}
+		case toolFRR:
+			h := bfdBenchHost(b, l, fmt.Sprintf("f%d", s.ms), s.addr)
+			f, err := h.StartFRR(lab.FRRConfig{BFD: lab.BFDRouterConfig(s.ms, 3), BGP: frrNodeConfig(s.addr, s.vip)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.freeze = f.Daemon("bfdd")
+		}
+	}
+	return l, subjects
+}
+
+func bfdBenchHost(b *testing.B, l *bgpLab, name string, addr netip.Addr) *lab.Host {
+	b.Helper()
+	h, err := l.AddHost(name, netip.PrefixFrom(addr, 24), netip.Prefix{}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := h.DefaultRoute(routerV4, netip.Addr{}); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// frrNodeConfig is an FRR node's bgpd.conf: AS 65004, the router as its one
+// neighbour with BFD (profile fast), announcing vip.
+func frrNodeConfig(addr netip.Addr, vip netip.Prefix) string {
+	return fmt.Sprintf(`router bgp 65004
+ bgp router-id %[1]s
+ no bgp ebgp-requires-policy
+ no bgp network import-check
+ neighbor %[2]s remote-as 65001
+ neighbor %[2]s timers 3 9
+ neighbor %[2]s timers connect 1
+ neighbor %[2]s bfd
+ neighbor %[2]s bfd profile fast
+ address-family ipv4 unicast
+  network %[3]s
+  neighbor %[2]s activate
+ exit-address-family
+`, addr, routerV4, vip)
+}
+
+// waitBFDInterval waits until the router's session with peer is up and runs
+// at ms both ways.
+func (b *bgpLab) waitBFDInterval(t testing.TB, peer netip.Addr, ms int, within time.Duration) {
+	t.Helper()
+	err := lab.Eventually(within, func() error {
+		peers, err := b.frr.BFDPeers()
+		if err != nil {
+			return err
+		}
+		p := peers[peer.String()]
+		if p.Status != "up" || p.TxInterval != ms || p.RemoteTx != ms || p.RemoteRx != ms {
+			return fmt.Errorf("FRR's BFD session with %s: %+v, want up at %d ms", peer, p, ms)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

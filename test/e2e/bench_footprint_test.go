@@ -118,10 +118,10 @@ func BenchmarkIdleFootprint(b *testing.B) {
 		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB over %d s (%d processes)", s.name, got[i][0], got[i][1], secs, len(s.pids))
 	}
 	ka2 := Figure{Median: got[1][0], N: 1}
-	record(b, Row{Name: "idle CPU, one VIP held, L2", Unit: "%", Ours: Figure{Median: got[0][0], N: 1}, Other: "keepalived 2.2.7", OtherFig: &ka2,
+	record(b, Row{Name: "idle CPU, one VIP held, L2", Unit: "%", Ours: Figure{Median: got[0][0], N: 1}, Others: versus("keepalived 2.2.7", ka2),
 		Note: fmt.Sprintf("%d s", secs)})
 	kr := Figure{Median: got[1][1], N: 1}
-	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: Figure{Median: got[0][1], N: 1}, Other: "keepalived 2.2.7", OtherFig: &kr})
+	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: Figure{Median: got[0][1], N: 1}, Others: versus("keepalived 2.2.7", kr)})
 	record(b, Row{Name: "idle CPU, BGP+BFD 50 ms x 3", Unit: "%", Ours: Figure{Median: got[2][0], N: 1}, Note: fmt.Sprintf("%d s", secs)})
 	record(b, Row{Name: "idle RSS, BGP+BFD 50 ms x 3", Unit: "MiB", Ours: Figure{Median: got[2][1], N: 1}})
 }

@@ -55,7 +55,7 @@ func BenchmarkL2GracefulStop(b *testing.B) {
 	b.StopTimer()
 	kf := durFigure(results[ka.name])
 	record(b, Row{Name: "L2, graceful stop of the holder, advert 100 ms: client-seen outage", Unit: "ms",
-		Ours: durFigure(results[ours.name]), Other: "keepalived 2.2.7", OtherFig: &kf})
+		Ours: durFigure(results[ours.name]), Others: versus("keepalived 2.2.7", kf)})
 	b.Logf("graceful stop: ours %v, keepalived %v (median, p95)", durFigure(results[ours.name]), kf)
 }
 

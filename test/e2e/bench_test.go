@@ -190,7 +190,7 @@ func BenchmarkL2LinkCutOutage(b *testing.B) {
 		trials, om, op, km, kp, float64(om)/float64(km))
 	kf := durFigure(results[ka.name])
 	record(b, Row{Name: "L2, holder's link cut, advert 100 ms: client-seen outage", Unit: "ms",
-		Ours: durFigure(results[ours.name]), Other: "keepalived 2.2.7", OtherFig: &kf})
+		Ours: durFigure(results[ours.name]), Others: versus("keepalived 2.2.7", kf)})
 	b.ReportMetric(float64(om.Milliseconds()), "ours-median-ms")
 	b.ReportMetric(float64(op.Milliseconds()), "ours-p95-ms")
 	b.ReportMetric(float64(km.Milliseconds()), "keepalived-median-ms")

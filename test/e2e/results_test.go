@@ -20,16 +20,24 @@ type Figure struct {
 	N      int     `json:"n"`
 }
 
-// Row is one benchmark line: ours, and the tool we compare with.
+// Row is one benchmark line: ours, and the tools we compare with.
 type Row struct {
-	Name     string  `json:"name"`
-	Unit     string  `json:"unit"`
-	Ours     Figure  `json:"ours"`
-	Other    string  `json:"other,omitempty"`
-	OtherFig *Figure `json:"other_figure,omitempty"`
-	Note     string  `json:"note,omitempty"`
-	Measured string  `json:"measured"`
+	Name     string     `json:"name"`
+	Unit     string     `json:"unit"`
+	Ours     Figure     `json:"ours"`
+	Others   []Compared `json:"others,omitempty"`
+	Note     string     `json:"note,omitempty"`
+	Measured string     `json:"measured"`
 }
+
+// Compared is another tool's figure for the same row.
+type Compared struct {
+	Tool string `json:"tool"`
+	Figure
+}
+
+// versus is a row's comparison with one tool.
+func versus(tool string, f Figure) []Compared { return []Compared{{Tool: tool, Figure: f}} }
 
 // record merges row into the results file (rows keyed by name).
 func record(t testing.TB, row Row) {

@@ -202,11 +202,18 @@ func BGPRouterConfig(routerID netip.Addr, peerAS uint32, neighbors []netip.Addr,
 	for _, n := range neighbors {
 		as[n] = peerAS
 	}
-	return BGPRouterConfigAS(routerID, neighbors, as, password, bfd)
+	profile := map[netip.Addr]string{}
+	for _, n := range neighbors {
+		if bfd {
+			profile[n] = "fast"
+		}
+	}
+	return BGPRouterConfigAS(routerID, neighbors, as, password, profile)
 }
 
-// BGPRouterConfigAS is BGPRouterConfig with an AS per neighbour.
-func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip.Addr]uint32, password string, bfd bool) string {
+// BGPRouterConfigAS is BGPRouterConfig with an AS per neighbour and, for the
+// neighbours in bfdProfile, BFD with that bfdd profile.
+func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip.Addr]uint32, password string, bfdProfile map[netip.Addr]string) string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "router bgp 65001\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n", routerID)
 	for _, n := range neighbors {
@@ -214,8 +221,8 @@ func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip
 		if password != "" {
 			fmt.Fprintf(&s, " neighbor %s password %s\n", n, password)
 		}
-		if bfd {
-			fmt.Fprintf(&s, " neighbor %s bfd\n neighbor %s bfd profile fast\n", n, n)
+		if p := bfdProfile[n]; p != "" {
+			fmt.Fprintf(&s, " neighbor %s bfd\n neighbor %s bfd profile %s\n", n, n, p)
 		}
 	}
 	for _, af := range []string{"ipv4", "ipv6"} {
@@ -243,8 +250,13 @@ func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip
 // 0.0.0.0, and when BGP is established deletes it and registers it again with
 // the local address: every BFD peer sees one reset then.
 func BFDRouterConfig(intervalMs, mult int) string {
-	return fmt.Sprintf("bfd\n profile fast\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\nexit\n",
-		intervalMs, intervalMs, mult)
+	return "bfd\n" + BFDProfile("fast", intervalMs, mult) + "exit\n"
+}
+
+// BFDProfile renders one bfdd profile stanza (to go inside "bfd ... exit").
+func BFDProfile(name string, intervalMs, mult int) string {
+	return fmt.Sprintf(" profile %s\n  receive-interval %d\n  transmit-interval %d\n  detect-multiplier %d\n exit\n",
+		name, intervalMs, intervalMs, mult)
 }
 
 // BFDPeer is what FRR's bfdd shows of a session.

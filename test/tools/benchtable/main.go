@@ -12,14 +12,18 @@ type figure struct {
 	N           int
 }
 
+type compared struct {
+	Tool string
+	figure
+}
+
 type row struct {
-	Name     string  `json:"name"`
-	Unit     string  `json:"unit"`
-	Ours     figure  `json:"ours"`
-	Other    string  `json:"other"`
-	OtherFig *figure `json:"other_figure"`
-	Note     string  `json:"note"`
-	Measured string  `json:"measured"`
+	Name     string     `json:"name"`
+	Unit     string     `json:"unit"`
+	Ours     figure     `json:"ours"`
+	Others   []compared `json:"others"`
+	Note     string     `json:"note"`
+	Measured string     `json:"measured"`
 }
 
 func main() {
@@ -40,18 +44,24 @@ func main() {
 	fmt.Println("| measurement | novaedge-cpvip median | p95 | n | compared with | median | p95 | n | ratio |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		other, ratio := "| | | | |", "|"
-		if r.OtherFig != nil {
-			other = fmt.Sprintf("| %s | %s | %s | %d |", r.Other, num(r.OtherFig.Median, r.Unit), p95(*r.OtherFig, r.Unit), r.OtherFig.N)
-			if r.OtherFig.Median > 0 {
-				ratio = fmt.Sprintf(" %.2f |", r.Ours.Median/r.OtherFig.Median)
-			}
-		}
 		name := r.Name
 		if r.Note != "" {
 			name += " (" + r.Note + ")"
 		}
-		fmt.Printf("| %s | %s | %s | %d %s%s\n", name, num(r.Ours.Median, r.Unit), p95(r.Ours, r.Unit), r.Ours.N, other, ratio)
+		ours := fmt.Sprintf("| %s | %s | %s | %d ", name, num(r.Ours.Median, r.Unit), p95(r.Ours, r.Unit), r.Ours.N)
+		if len(r.Others) == 0 {
+			fmt.Println(ours + "| | | | | |")
+		}
+		for i, o := range r.Others {
+			if i > 0 { // the same measurement, next tool
+				ours = "| ″ | | | "
+			}
+			ratio := ""
+			if o.Median > 0 {
+				ratio = fmt.Sprintf("%.2f", r.Ours.Median/o.Median)
+			}
+			fmt.Printf("%s| %s | %s | %s | %d | %s |\n", ours, o.Tool, num(o.Median, r.Unit), p95(o.figure, r.Unit), o.N, ratio)
+		}
 	}
 }
 
