@@ -62,6 +62,7 @@ type Instance struct {
 	sendErrs  atomic.Uint64
 
 	lastReannounce time.Time                  // Run's goroutine only
+	announceAgain  bool                       // Run's goroutine only: start the again timer
 	primary        atomic.Pointer[netip.Addr] // our source address, read by the reader goroutine
 
 	mu     sync.Mutex // guards status
@@ -70,6 +71,14 @@ type Instance struct {
 
 // reannounceEvery limits re-announcements caused by a competing master.
 const reannounceEvery = time.Second
+
+// reannounceAgain is when a master that heard a weaker master announces the
+// VIP once more. When two backups time out at the same moment, both become
+// master and both announce; the loser's gratuitous ARP, sent as it binds the
+// VIP, can arrive after our immediate re-announcement and would keep the
+// neighbours on a MAC that no longer has the VIP until our next repeat, 1.1 s
+// later.
+const reannounceAgain = 100 * time.Millisecond
 
 // NewInstance returns an instance that is not yet a candidate.
 func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
@@ -120,10 +129,17 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	defer timer.Stop()
 	refresh := time.NewTicker(refreshEvery)
 	defer refresh.Stop()
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
 	for {
 		select {
 		case <-refresh.C:
 			i.refresh()
+		case <-again.C:
+			if i.m.State() == Master {
+				decide(i.cfg.VIP, true)
+			}
 		case <-ctx.Done():
 			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
 			close(stop)
@@ -138,6 +154,10 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.apply(i.m.Timeout(time.Now()), decide)
 		}
 		resetTimer(timer, i.m.Deadline())
+		if i.announceAgain {
+			i.announceAgain = false
+			again.Reset(reannounceAgain)
+		}
 	}
 }
 
@@ -199,8 +219,9 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 		}
 		if a.Reannounce && time.Since(i.lastReannounce) >= reannounceEvery {
 			i.lastReannounce = time.Now()
-			i.log.Info("Another master is on the link, announcing the VIP again", "master", i.m.Master())
+			i.log.Info("Another master is on the link, announcing the VIP again", "other", a.Other)
 			decide(i.cfg.VIP, true)
+			i.announceAgain = true
 		}
 		if a.Changed {
 			from := i.Status().State

@@ -40,7 +40,8 @@ type Params struct {
 
 // Action is what the machine asks its driver to do. Send is set to send an
 // advertisement with Priority; To is set on a state change, with Reason;
-// Reannounce asks for fresh gratuitous ARP / NA for a VIP still held.
+// Reannounce asks for fresh gratuitous ARP / NA for a VIP still held,
+// because of the weaker master Other.
 type Action struct {
 	Send       bool
 	Priority   uint8
@@ -48,6 +49,7 @@ type Action struct {
 	Changed    bool
 	Reason     string
 	Reannounce bool
+	Other      netip.Addr
 }
 
 // Machine is the VRRP state machine. It reads no clock: every event carries
@@ -160,7 +162,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
 			// at once and win the neighbours' caches back.
 			m.deadline = now.Add(m.p.Interval)
-			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true}}
+			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true, Other: src}}
 		}
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/novaedge/cpvip/test/lab"
@@ -111,11 +110,20 @@ func (p *prober) steady(d time.Duration) error {
 
 func (p *prober) stop() { p.cancel(); <-p.done }
 
+// stopped stops the prober and returns its probes in time order.
+func (p *prober) stopped() []probe {
+	p.stop()
+	slices.SortFunc(p.tries, func(a, b probe) int { return a.at.Compare(b.at) })
+	return p.tries
+}
+
 // failoverGroup is one VIP served by a group of hosts: ours or keepalived's.
 type failoverGroup struct {
-	name  string
-	vip   netip.Prefix
-	hosts []int // node indexes in the cluster
+	name   string // "VRID 51"
+	tool   string // toolOurs or toolKeepalived
+	advert time.Duration
+	vip    netip.Prefix
+	hosts  []int // node indexes in the cluster
 }
 
 func (g failoverGroup) holder(c *cluster) (int, error) {
@@ -127,74 +135,6 @@ func (g failoverGroup) holder(c *cluster) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("%s: nobody holds %s", g.name, g.vip)
-}
-
-// linkCutTrial cuts the group holder's switch port and returns the outage the client saw.
-func linkCutTrial(b *testing.B, c *cluster, g failoverGroup) time.Duration {
-	b.Helper()
-	h, err := g.holder(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := startProber(c.client, netip.AddrPortFrom(g.vip.Addr(), 6443))
-	defer p.stop()
-	if err := lab.Eventually(20*time.Second, func() error { return p.steady(300 * time.Millisecond) }); err != nil {
-		b.Fatalf("%s before the cut: %v", g.name, err)
-	}
-	if h, err = g.holder(c); err != nil {
-		b.Fatal(err)
-	}
-	cut := time.Now()
-	if err := c.nodes[h].SetSwitchPort(false); err != nil {
-		b.Fatal(err)
-	}
-	var outage time.Duration
-	err = lab.Eventually(10*time.Second, func() error {
-		var ok bool
-		if outage, ok = p.outage(cut); !ok {
-			return fmt.Errorf("%s: the client has not recovered", g.name)
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.nodes[h].SetSwitchPort(true); err != nil {
-		b.Fatal(err)
-	}
-	return outage
-}
-
-// BenchmarkL2LinkCutOutage measures the outage a client sees when the VIP
-// holder's link is cut, with 100 ms advertisements: three of our nodes and
-// three keepalived 2.2 nodes in the same lab (other VRID and VIP), trials
-// alternating. BENCH_TRIALS sets the trial count (default 20).
-func BenchmarkL2LinkCutOutage(b *testing.B) {
-	trials := benchTrials()
-	c, ours, ka := newFailoverLab(b)
-	b.ResetTimer()
-	results := map[string][]time.Duration{}
-	for range b.N {
-		for trial := range trials {
-			for _, g := range []failoverGroup{ours, ka} {
-				d := linkCutTrial(b, c, g)
-				results[g.name] = append(results[g.name], d)
-				b.Logf("trial %d %-15s outage %s", trial+1, g.name, d.Round(time.Millisecond))
-			}
-		}
-	}
-	b.StopTimer()
-	om, op := stats(results[ours.name])
-	km, kp := stats(results[ka.name])
-	b.Logf("link cut, advert 100 ms, %d trials each: novaedge-cpvip median %s p95 %s; keepalived median %s p95 %s; ratio %.2f",
-		trials, om, op, km, kp, float64(om)/float64(km))
-	kf := durFigure(results[ka.name])
-	record(b, Row{Name: "L2, holder's link cut, advert 100 ms: client-seen outage", Unit: "ms",
-		Ours: durFigure(results[ours.name]), Others: versus("keepalived 2.2.7", kf)})
-	b.ReportMetric(float64(om.Milliseconds()), "ours-median-ms")
-	b.ReportMetric(float64(op.Milliseconds()), "ours-p95-ms")
-	b.ReportMetric(float64(km.Milliseconds()), "keepalived-median-ms")
-	b.ReportMetric(float64(kp.Milliseconds()), "keepalived-p95-ms")
 }
 
 // benchTrials is BENCH_TRIALS, or 20.
@@ -210,35 +150,6 @@ func quiet(l *lab.Lab) {
 	if os.Getenv("BENCH_VERBOSE") == "" {
 		l.Logf = func(string, ...any) {}
 	}
-}
-
-// newFailoverLab is three of our nodes (VRID 51, 192.0.2.100) and three
-// keepalived nodes (VRID 52, 192.0.2.101) on one switch, 100 ms adverts,
-// both groups with a holder.
-func newFailoverLab(b *testing.B) (*cluster, failoverGroup, failoverGroup) {
-	b.Helper()
-	needKeepalived(b)
-	kaVIP := netip.MustParsePrefix("192.0.2.101/32")
-	c := newCluster(b, 3, v4only)
-	quiet(c.Lab)
-	ours := failoverGroup{name: "novaedge-cpvip", vip: vip4, hosts: []int{0, 1, 2}}
-	ka := failoverGroup{name: "keepalived", vip: kaVIP}
-	for i := range 3 {
-		idx, _ := c.addKeepalived(b, fmt.Sprintf("ka%d", i+1), lab.Keepalived{VRID: 52, Priority: 100, Advert: "0.1", VIP: kaVIP.String()})
-		ka.hosts = append(ka.hosts, idx)
-	}
-	c.startAll(b)
-	if err := lab.Eventually(20*time.Second, func() error {
-		for _, g := range []failoverGroup{ours, ka} {
-			if _, err := g.holder(c); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
-	return c, ours, ka
 }
 
 // stats returns the median and the 95th percentile (nearest rank).

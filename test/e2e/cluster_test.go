@@ -24,6 +24,8 @@ type cluster struct {
 	token  string
 	ka     map[int]bool // nodes that run keepalived, not us
 	kaCfg  map[int]lab.Keepalived
+	env    map[int][]string // per node, on top of extra
+	dir    string           // keepalived's files
 }
 
 func newCluster(t testing.TB, n int, extra ...string) *cluster {
@@ -33,7 +35,7 @@ func newCluster(t testing.TB, n int, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token")}
+	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir()}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -48,7 +50,7 @@ func newCluster(t testing.TB, n int, extra ...string) *cluster {
 func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (int, *lab.Process) {
 	t.Helper()
 	i := c.addNode(t, name)
-	p, err := c.nodes[i].StartKeepalived(t.TempDir(), k)
+	p, err := c.nodes[i].StartKeepalived(c.dir, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,15 +62,23 @@ func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (in
 // restart starts node i again: our daemon, or keepalived with its config.
 func (c *cluster) restart(t testing.TB, i int) {
 	t.Helper()
-	if !c.ka[i] {
-		c.start(t, i)
-		return
-	}
-	p, err := c.nodes[i].StartKeepalived(t.TempDir(), c.kaCfg[i])
-	if err != nil {
+	if err := c.restartErr(i); err != nil {
 		t.Fatal(err)
 	}
-	c.procs[i] = p
+}
+
+func (c *cluster) restartErr(i int) error {
+	var p *lab.Process
+	var err error
+	if c.ka[i] {
+		p, err = c.nodes[i].StartKeepalived(c.dir, c.kaCfg[i])
+	} else {
+		p, err = c.startErr(i)
+	}
+	if err == nil {
+		c.procs[i] = p
+	}
+	return err
 }
 
 // addNode adds the next node host (192.0.2.11 + index) with a stand-in apiserver.
@@ -91,18 +101,23 @@ func (c *cluster) addNode(t testing.TB, name string) int {
 // start starts (or restarts) the daemon on node i.
 func (c *cluster) start(t testing.TB, i int) *lab.Process {
 	t.Helper()
+	p, err := c.startErr(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.procs[i] = p
+	return p
+}
+
+func (c *cluster) startErr(i int) (*lab.Process, error) {
 	env := []string{
 		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=300ms",
 		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms", "NOVAEDGE_CP_VIP_METRICS_ADDR=",
 		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=" + c.token,
 	}
-	p, err := c.nodes[i].Start(c.nodes[i].Name, append(env, c.extra...), binary, "run")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.procs[i] = p
-	return p
+	env = append(append(env, c.extra...), c.env[i]...)
+	return c.nodes[i].Start(c.nodes[i].Name, env, binary, "run")
 }
 
 func (c *cluster) startAll(t testing.TB) {

@@ -1,0 +1,273 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+const toolKeepalived = "keepalived 2.2.7"
+
+// failoverKind is one way a VIP holder fails in a trial: fail does it, heal
+// undoes it once the client has recovered and returns when the group is
+// steady again.
+type failoverKind struct {
+	name string
+	fail func(c *cluster, h int) error
+	heal func(c *cluster, g failoverGroup, h int) error
+}
+
+var (
+	linkCut = failoverKind{name: "holder's link cut",
+		fail: func(c *cluster, h int) error { return c.nodes[h].SetSwitchPort(false) },
+		heal: func(c *cluster, g failoverGroup, h int) error {
+			if err := c.nodes[h].SetSwitchPort(true); err != nil {
+				return err
+			}
+			// Two masters until the first advertisement settles it.
+			return g.waitOneHolder(c, g.advert*3/2)
+		}}
+	gracefulStop = failoverKind{name: "graceful stop of the holder",
+		fail: func(c *cluster, h int) error { return c.procs[h].Signal(syscall.SIGTERM) },
+		heal: func(c *cluster, g failoverGroup, h int) error {
+			if _, err := c.procs[h].Wait(5 * time.Second); err != nil {
+				return err
+			}
+			if err := c.restartErr(h); err != nil {
+				return err
+			}
+			return g.waitOneHolder(c, 3*g.advert) // back as a backup
+		}}
+	apiserverDies = failoverKind{name: "holder's apiserver dies",
+		fail: func(c *cluster, h int) error { return c.apis[h].Set(lab.Down) },
+		heal: func(c *cluster, g failoverGroup, h int) error {
+			if err := c.apis[h].Set(lab.OK); err != nil {
+				return err
+			}
+			return g.waitOneHolder(c, 3*g.advert)
+		}}
+)
+
+// l2Series is the trials of one failover kind on one group; its outages go
+// into row next to the other tool's series of the same row.
+type l2Series struct {
+	row   string
+	group failoverGroup
+	kind  failoverKind
+	out   []time.Duration
+	probe []probe // the probes of the median trial, for the timeline
+	fault time.Time
+}
+
+// BenchmarkL2Failover measures the outage a client sees (TCP connects to the
+// VIP every 10 ms) when the VIP holder fails, for every L2 row at once: six
+// groups of three nodes on one switch, each group its own VRID and VIP, each
+// running its trials at the same time as the others:
+//
+//   - ours and keepalived at advert 100 ms: link cut, then graceful stop
+//   - ours and keepalived at advert 1 s: link cut
+//   - ours, health 200 ms x 3 (advert 100 ms): apiserver dies
+//   - ours at the defaults (health 1 s x 3, timeout 3 s, advert 1 s): apiserver dies
+//
+// It writes bench/timeline.svg: the client's probes across the median trial
+// of every series.
+func BenchmarkL2Failover(b *testing.B) {
+	needKeepalived(b)
+	c := newCluster(b, 0)
+	quiet(c.Lab)
+	fast := []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms"}
+	slow := []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}
+	ours100 := c.addOurs(b, 51, 100*time.Millisecond, fast...)
+	ka100 := c.addKeepaliveds(b, 52, 100*time.Millisecond)
+	ours1s := c.addOurs(b, 53, time.Second, slow...)
+	ka1s := c.addKeepaliveds(b, 54, time.Second)
+	health200 := c.addOurs(b, 55, 100*time.Millisecond, "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=200ms",
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=200ms", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms")
+	defaults := c.addOurs(b, 56, time.Second, "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s",
+		"NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
+	groups := []failoverGroup{ours100, ka100, ours1s, ka1s, health200, defaults}
+	c.startAll(b)
+	for _, g := range groups {
+		if err := g.waitOneHolder(c, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const (
+		rowCut100  = "L2, holder's link cut, advert 100 ms: client-seen outage"
+		rowCut1s   = "L2, holder's link cut, advert 1 s: client-seen outage"
+		rowStop    = "L2, graceful stop of the holder, advert 100 ms: client-seen outage"
+		rowAPI200  = "L2, holder's apiserver dies, health 200 ms x 3, advert 100 ms: client-seen outage"
+		rowAPIDflt = "L2, holder's apiserver dies, defaults (health 1 s x 3, advert 1 s): client-seen outage"
+	)
+	plan := [][]*l2Series{ // one list per group, run one after the other
+		{{row: rowCut100, group: ours100, kind: linkCut}, {row: rowStop, group: ours100, kind: gracefulStop}},
+		{{row: rowCut100, group: ka100, kind: linkCut}, {row: rowStop, group: ka100, kind: gracefulStop}},
+		{{row: rowCut1s, group: ours1s, kind: linkCut}},
+		{{row: rowCut1s, group: ka1s, kind: linkCut}},
+		{{row: rowAPI200, group: health200, kind: apiserverDies}},
+		{{row: rowAPIDflt, group: defaults, kind: apiserverDies}},
+	}
+	trials := benchTrials()
+	b.ResetTimer()
+	for range b.N {
+		var wg sync.WaitGroup
+		for _, list := range plan {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, s := range list {
+					if err := s.run(c, trials, b.Logf); err != nil {
+						b.Errorf("%s, %s: %v", s.group.name, s.kind.name, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	if b.Failed() {
+		return
+	}
+	var all []*l2Series
+	for _, list := range plan {
+		all = append(all, list...)
+	}
+	for _, row := range []string{rowCut100, rowCut1s, rowStop, rowAPI200, rowAPIDflt} {
+		r := Row{Name: row, Unit: "ms"}
+		for _, s := range all {
+			switch {
+			case s.row != row:
+			case s.group.tool == toolOurs:
+				r.Ours = durFigure(s.out)
+			default:
+				r.Others = append(r.Others, Compared{Tool: s.group.tool, Figure: durFigure(s.out)})
+			}
+		}
+		b.Logf("%s: ours %+v, others %+v", row, r.Ours, r.Others)
+		record(b, r)
+	}
+	if err := writeTimeline(timelineFile, all); err != nil {
+		b.Error(err)
+	}
+}
+
+// run does the series' trials and keeps the probes of its median trial.
+func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error {
+	type kept struct {
+		probes []probe
+		fault  time.Time
+	}
+	var keep []kept
+	for trial := range trials {
+		d, probes, fault, err := s.trial(c)
+		if err != nil {
+			return fmt.Errorf("trial %d: %w", trial+1, err)
+		}
+		s.out = append(s.out, d)
+		keep = append(keep, kept{probes, fault})
+		logf("%s, %s, %s: trial %d outage %s", s.group.name, s.group.tool, s.kind.name, trial+1, d.Round(time.Millisecond))
+	}
+	order := make([]int, len(s.out))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(s.out[a] - s.out[b]) })
+	median := keep[order[(len(order)-1)/2]]
+	s.probe, s.fault = median.probes, median.fault
+	return nil
+}
+
+// trial fails the group's holder while the client probes the VIP, and
+// returns the outage the client saw, its probes and when the fault began.
+func (s *l2Series) trial(c *cluster) (time.Duration, []probe, time.Time, error) {
+	g := s.group
+	h, err := g.holder(c)
+	if err != nil {
+		return 0, nil, time.Time{}, err
+	}
+	p := startProber(c.client, netip.AddrPortFrom(g.vip.Addr(), 6443))
+	err = lab.Eventually(20*time.Second, func() error { return p.steady(500 * time.Millisecond) })
+	if err == nil {
+		h, err = g.holder(c)
+	}
+	if err != nil {
+		p.stop()
+		return 0, nil, time.Time{}, err
+	}
+	fault := time.Now()
+	if err := s.kind.fail(c, h); err != nil {
+		p.stop()
+		return 0, nil, fault, err
+	}
+	var outage time.Duration
+	err = lab.Eventually(30*time.Second, func() error {
+		var ok bool
+		if outage, ok = p.outage(fault); !ok {
+			return fmt.Errorf("the client has not recovered")
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the timeline shows a second of recovered probes
+	probes := p.stopped()
+	if err != nil {
+		return 0, nil, fault, err
+	}
+	return outage, probes, fault, s.kind.heal(c, g, h)
+}
+
+// addOurs adds a group of three of our nodes with VRID vrid and the VIP
+// 192.0.2.(49+vrid) (100 for VRID 51), with env on top of the cluster's.
+func (c *cluster) addOurs(b *testing.B, vrid int, advert time.Duration, env ...string) failoverGroup {
+	b.Helper()
+	g := failoverGroup{name: fmt.Sprintf("VRID %d", vrid), tool: toolOurs, advert: advert,
+		vip: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(49 + vrid)}), 32)}
+	for k := range 3 {
+		i := c.addNode(b, fmt.Sprintf("v%dn%d", vrid, k+1))
+		c.procs = append(c.procs, nil)
+		c.env[i] = append([]string{"NOVAEDGE_CP_VIP_ADDRESS=" + g.vip.String(), fmt.Sprintf("NOVAEDGE_CP_VIP_VRID=%d", vrid)}, env...)
+		g.hosts = append(g.hosts, i)
+	}
+	return g
+}
+
+// addKeepaliveds adds a group of three keepalived nodes, like addOurs.
+func (c *cluster) addKeepaliveds(b *testing.B, vrid int, advert time.Duration) failoverGroup {
+	b.Helper()
+	g := failoverGroup{name: fmt.Sprintf("VRID %d", vrid), tool: toolKeepalived, advert: advert,
+		vip: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(49 + vrid)}), 32)}
+	for k := range 3 {
+		i, _ := c.addKeepalived(b, fmt.Sprintf("v%dk%d", vrid, k+1), lab.Keepalived{VRID: vrid, Priority: 100,
+			Advert: fmt.Sprintf("%g", advert.Seconds()), VIP: g.vip.String()})
+		g.hosts = append(g.hosts, i)
+	}
+	return g
+}
+
+// waitOneHolder waits until exactly one of the group holds its VIP, then
+// for hold longer (when it must stay so).
+func (g failoverGroup) waitOneHolder(c *cluster, hold time.Duration) error {
+	err := lab.Eventually(30*time.Second, func() error {
+		n := 0
+		for _, i := range g.hosts {
+			if _, ok, err := c.nodes[i].Has(g.vip); err != nil {
+				return err
+			} else if ok {
+				n++
+			}
+		}
+		if n != 1 {
+			time.Sleep(80 * time.Millisecond) // poll gently: other groups are measuring
+			return fmt.Errorf("%s (%s): %d holders of %s", g.name, g.tool, n, g.vip)
+		}
+		return nil
+	})
+	time.Sleep(hold)
+	return err
+}
