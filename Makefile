@@ -45,12 +45,15 @@ fuzz:
 
 test: deps lint unit e2e
 
-# Benchmarks in namespace labs (root): failover outages, ours next to keepalived.
+# Benchmarks in namespace labs (root): failover outages, BFD detection and
+# idle footprint, ours next to keepalived, GoBGP and FRR. Writes
+# bench/results.json and bench/timeline.svg; the full log is bench.log.
 # BENCH_TRIALS sets trials per row (default 20).
 bench: deps
 	rm -f bench/results.json
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E 'Benchmark|outage|median|CPU'; test $${PIPESTATUS[0]} -eq 0
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E '^Benchmark|: ours|BFD [0-9]+ ms x 3,|graceful stop:|CPU|FAIL|Error'; test $${PIPESTATUS[0]} -eq 0
 	$(GO) run ./test/tools/benchtable bench/results.json
+	@echo "timeline: bench/timeline.svg"
 
 # .deb and .rpm in dist/ (nfpm pinned, fetched through the Go module proxy).
 package: build

@@ -172,6 +172,14 @@ func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error 
 		}
 		s.out = append(s.out, d)
 		keep = append(keep, kept{probes, fault})
+		if d < 100*time.Millisecond && s.kind.name != gracefulStop.name {
+			for _, p := range probes {
+				if !p.ok && p.at.After(fault) {
+					logf("short outage: first failure %s after the fault: %v", p.at.Sub(fault), p.err)
+					break
+				}
+			}
+		}
 		logf("%s, %s, %s: trial %d outage %s", s.group.name, s.group.tool, s.kind.name, trial+1, d.Round(time.Millisecond))
 	}
 	order := make([]int, len(s.out))
@@ -206,19 +214,18 @@ func (s *l2Series) trial(c *cluster) (time.Duration, []probe, time.Time, error) 
 		p.stop()
 		return 0, nil, fault, err
 	}
-	var outage time.Duration
 	err = lab.Eventually(30*time.Second, func() error {
-		var ok bool
-		if outage, ok = p.outage(fault); !ok {
+		if _, ok := p.outage(fault); !ok {
 			return fmt.Errorf("the client has not recovered")
 		}
 		return nil
 	})
-	time.Sleep(time.Second) // the timeline shows a second of recovered probes
+	time.Sleep(time.Second) // the probes in flight end; the timeline shows the recovery
 	probes := p.stopped()
 	if err != nil {
 		return 0, nil, fault, err
 	}
+	outage, _ := outageOf(probes, fault)
 	return outage, probes, fault, s.kind.heal(c, g, h)
 }
 

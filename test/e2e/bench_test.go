@@ -23,8 +23,9 @@ type prober struct {
 }
 
 type probe struct {
-	at time.Time
-	ok bool
+	at  time.Time
+	ok  bool
+	err error
 }
 
 func startProber(client *lab.Host, addr netip.AddrPort) *prober {
@@ -47,7 +48,7 @@ func startProber(client *lab.Host, addr netip.AddrPort) *prober {
 					c.Close()
 				}
 				p.mu.Lock()
-				p.tries = append(p.tries, probe{at: at, ok: err == nil})
+				p.tries = append(p.tries, probe{at: at, ok: err == nil, err: err})
 				p.mu.Unlock()
 			}()
 			select {
@@ -60,37 +61,48 @@ func startProber(client *lab.Host, addr netip.AddrPort) *prober {
 	return p
 }
 
-// outage returns the gap the client saw after from: from the last success
-// before the first failure to the first success after it; ok is false while
-// the client has not recovered.
+// recoveredFor is how long the client must have connected without a
+// failure for a failover to count as over.
+const recoveredFor = 500 * time.Millisecond
+
+// outage is outageOf the probes so far.
 func (p *prober) outage(from time.Time) (time.Duration, bool) {
 	p.mu.Lock()
 	tries := slices.Clone(p.tries)
 	p.mu.Unlock()
 	slices.SortFunc(tries, func(a, b probe) int { return a.at.Compare(b.at) })
-	lastOK, firstFail := time.Time{}, -1
+	return outageOf(tries, from)
+}
+
+// outageOf returns the outage the client saw after from in tries (in time
+// order): from the last success before the first failure after from, to the
+// first success after the last failure; ok is false until there is such a
+// failure and the client has connected without one for recoveredFor since.
+// A lone success in the middle (two masters for a moment, the loser's
+// gratuitous ARP last) does not end the outage.
+func outageOf(tries []probe, from time.Time) (time.Duration, bool) {
+	first, last := -1, -1
 	for i, t := range tries {
-		if t.at.Before(from) {
-			if t.ok {
-				lastOK = t.at
+		if !t.ok && !t.at.Before(from) {
+			if first < 0 {
+				first = i
 			}
-			continue
+			last = i
 		}
-		if !t.ok {
-			firstFail = i
-			break
-		}
-		lastOK = t.at
 	}
-	if firstFail < 0 || lastOK.IsZero() {
+	if first < 1 || last+1 >= len(tries) || tries[len(tries)-1].at.Sub(tries[last+1].at) < recoveredFor {
 		return 0, false
 	}
-	for _, t := range tries[firstFail:] {
-		if t.ok {
-			return t.at.Sub(lastOK), true
+	lastOK := -1
+	for i := first - 1; i >= 0 && lastOK < 0; i-- {
+		if tries[i].ok {
+			lastOK = i
 		}
 	}
-	return 0, false
+	if lastOK < 0 {
+		return 0, false
+	}
+	return tries[last+1].at.Sub(tries[lastOK].at), true
 }
 
 // steady reports an error unless every attempt of the last d succeeded.

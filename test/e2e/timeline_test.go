@@ -15,10 +15,10 @@ const timelineFile = "../../bench/timeline.svg"
 
 // writeTimeline draws, for each series, the client's probes of its median
 // trial around the fault as an SVG: a tick per connect attempt, green when
-// it succeeded, red when it failed, time 0 at the fault.
+// it succeeded, red when it failed (runs of equal outcomes drawn as one bar), time 0 at the fault.
 func writeTimeline(path string, series []*l2Series) error {
 	const (
-		labelW, plotW, rowH, top = 430.0, 640.0, 24.0, 56.0
+		labelW, plotW, rowH, top = 560.0, 640.0, 24.0, 56.0
 		from                     = -0.5 // seconds before the fault
 	)
 	to := 1.0
@@ -45,22 +45,28 @@ func writeTimeline(path string, series []*l2Series) error {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%g s</text>`+"\n", x(t), axisY+16, t)
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="black" stroke-dasharray="4 3"/>`+"\n", x(0), top-10, x(0), axisY)
-	tick := math.Max(1, 0.008/(to-from)*plotW)
 	for i, s := range series {
 		y := top + rowH*float64(i)
 		m, _ := stats(s.out)
-		label := fmt.Sprintf("%s: %s (median %s)", s.group.tool, strings.TrimSuffix(strings.TrimPrefix(s.row, "L2, "), ": client-seen outage"), m)
+		what := strings.NewReplacer("L2, ", "", ": client-seen outage", "", "holder's ", "", " of the holder", "").Replace(s.row)
+		label := fmt.Sprintf("%s: %s (median %s)", s.group.tool, what, m)
 		fmt.Fprintf(&b, `<text x="10" y="%.0f">%s</text>`+"\n", y+13, html.EscapeString(label))
-		for _, p := range s.probe {
-			t := p.at.Sub(s.fault).Seconds()
-			if t < from || t > to {
-				continue
+		// One bar per run of equal outcomes.
+		for i := 0; i < len(s.probe); {
+			j := i
+			for j+1 < len(s.probe) && s.probe[j+1].ok == s.probe[i].ok {
+				j++
 			}
-			color := "#2e7d32"
-			if !p.ok {
-				color = "#c62828"
+			t0 := math.Max(from, s.probe[i].at.Sub(s.fault).Seconds())
+			t1 := math.Min(to, s.probe[j].at.Sub(s.fault).Seconds()+0.01)
+			if t1 > t0 {
+				color := "#2e7d32"
+				if !s.probe[i].ok {
+					color = "#c62828"
+				}
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="16" fill="%s"/>`, x(t0), y, math.Max(1, x(t1)-x(t0)), color)
 			}
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="16" fill="%s"/>`, x(t), y, tick, color)
+			i = j + 1
 		}
 		b.WriteString("\n")
 	}
