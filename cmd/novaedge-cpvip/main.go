@@ -1,5 +1,11 @@
 // Command novaedge-cpvip gives a Kubernetes control plane one stable virtual
 // IP for its kube-apiservers, without needing the Kubernetes API.
+//
+// GOMAXPROCS still follows the container's CPU limit at start; checking it
+// again every second (Go 1.25's updatemaxprocs) was a wake-up a second of
+// an otherwise idle daemon.
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (

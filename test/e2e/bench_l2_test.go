@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sync"
@@ -209,6 +210,9 @@ func (s *l2Series) trial(c *cluster) (time.Duration, []probe, time.Time, error) 
 		p.stop()
 		return 0, nil, time.Time{}, err
 	}
+	// At a random phase of the holder's advertisements (and health checks):
+	// right after a heal, their schedule would line up with the trial's.
+	time.Sleep(rand.N(g.advert))
 	fault := time.Now()
 	if err := s.kind.fail(c, h); err != nil {
 		p.stop()
