@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -187,7 +188,7 @@ func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error 
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int { return int(s.out[a] - s.out[b]) })
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(s.out[a], s.out[b]) })
 	median := keep[order[(len(order)-1)/2]]
 	s.probe, s.fault = median.probes, median.fault
 	return nil
