@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -43,7 +42,7 @@ type Transition struct {
 // one request at a time, so at most one is in flight.
 type Checker struct {
 	cfg     Config
-	client  *http.Client
+	probe   *probe
 	tokens  *tokenSource
 	log     *slog.Logger
 	thr     thresholds
@@ -86,23 +85,20 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
-	tr := &http.Transport{
-		Proxy:               nil, // the apiserver is local: never through a proxy
-		TLSClientConfig:     tlsCfg,
-		MaxIdleConnsPerHost: 1,
-		IdleConnTimeout:     max(3*cfg.Interval, 30*time.Second),
-		DisableCompression:  true,
+	// Never through a proxy (the apiserver is local), no redirects followed,
+	// one connection kept.
+	p, err := newProbe(cfg.URL, tlsCfg)
+	if err != nil {
+		return nil, err
 	}
 	return &Checker{
 		cfg:    cfg,
-		client: &http.Client{Transport: tr, CheckRedirect: noRedirect},
+		probe:  p,
 		tokens: newTokenSource(cfg.TokenPath, now),
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
 	}, nil
 }
-
-func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Check performs one request and classifies its answer.
 func (c *Checker) Check(ctx context.Context) Result {
@@ -111,14 +107,11 @@ func (c *Checker) Check(ctx context.Context) Result {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.URL, nil)
-	if err != nil {
-		return Result{Reason: err.Error()}
-	}
+	header := http.Header{"User-Agent": {"novaedge-cpvip"}}
 	if tok.value != "" {
-		req.Header.Set("Authorization", "Bearer "+tok.value)
+		header.Set("Authorization", "Bearer "+tok.value)
 	}
-	resp, err := c.client.Do(req)
+	status, err := c.probe.get(ctx, header)
 	d := time.Since(start)
 	if err != nil {
 		reason := err.Error()
@@ -127,10 +120,8 @@ func (c *Checker) Check(ctx context.Context) Result {
 		}
 		return Result{Reason: reason, Duration: d}
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	ok, reason := classify(resp.StatusCode, tok.present)
-	return Result{OK: ok, Status: resp.StatusCode, Reason: reason, Duration: d}
+	ok, reason := classify(status, tok.present)
+	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
 }
 
 // classify applies the health rule: with a token only 200 is healthy; with no

@@ -302,3 +302,52 @@ func TestUnreadableTokenLogsWithoutToken(t *testing.T) {
 		t.Fatalf("%+v", tok)
 	}
 }
+
+// TestOneKeptConnection: checks reuse one connection; a server that closes
+// it (after every answer, or while it sat idle) costs a new connection, not
+// a failed check; a cancelled check returns at once.
+func TestOneKeptConnection(t *testing.T) {
+	api := &apiserver{}
+	api.status.Store(200)
+	srv := httptest.NewUnstartedServer(api)
+	var conns atomic.Int32
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	c := newChecker(t, srv.URL+"/livez", "/nonexistent", "")
+	ctx := context.Background()
+	check := func(what string) {
+		t.Helper()
+		if r := c.Check(ctx); !r.OK {
+			t.Fatalf("%s: %+v", what, r)
+		}
+	}
+	for range 5 {
+		check("kept connection")
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("5 checks opened %d connections, want 1", n)
+	}
+	srv.CloseClientConnections() // the server drops the idle connection
+	check("after the server closed the idle connection")
+	srv.Config.SetKeepAlivesEnabled(false) // Connection: close on every answer
+	for range 3 {
+		check("server closing after each answer")
+	}
+	if n := conns.Load(); n != 5 {
+		t.Errorf("%d connections, want 5 (1 + 1 after the drop + 3 without keep-alive)", n)
+	}
+
+	api.hang.Store(true)
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	if r := c.Check(cctx); r.OK || r.Reason != "context canceled" {
+		t.Errorf("cancelled check: %+v", r)
+	}
+	api.hang.Store(false)
+	check("after a cancelled check")
+}

@@ -1,0 +1,131 @@
+package health
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+)
+
+// probe asks one URL over one kept HTTPS connection, all on the caller's
+// goroutine: the request is written and its answer read right there.
+// net/http's client hands every request to a writer and a reader goroutine
+// of the connection; those hand-overs were most of the idle daemon's CPU
+// time. A probe is used by one goroutine at a time.
+type probe struct {
+	url  *url.URL
+	tls  *tls.Config
+	conn *tls.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+}
+
+// maxBody is how much of an answer's body is read (and thrown away) so the
+// connection can be used again; a longer body closes it.
+const maxBody = 64 << 10
+
+func newProbe(rawURL string, tlsCfg *tls.Config) (*probe, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("health URL %q: %w", rawURL, err)
+	}
+	if u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("health URL %q: want https://host:port/path", rawURL)
+	}
+	cfg := tlsCfg.Clone()
+	cfg.ServerName = u.Hostname()
+	return &probe{url: u, tls: cfg}, nil
+}
+
+// get sends GET with the headers and returns the answer's status. A kept
+// connection the server has closed meanwhile is replaced once, as net/http
+// does for idempotent requests. Past ctx's deadline the error is
+// context.DeadlineExceeded.
+func (p *probe) get(ctx context.Context, header http.Header) (int, error) {
+	req := &http.Request{Method: http.MethodGet, URL: p.url, Host: p.url.Host, Header: header,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+	for attempt := 0; ; attempt++ {
+		reused := p.conn != nil
+		status, err := p.roundTrip(ctx, req)
+		if err == nil {
+			return status, nil
+		}
+		p.close()
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) { // the connection's deadline is ctx's
+			return 0, context.DeadlineExceeded
+		}
+		if !reused || attempt > 0 {
+			return 0, err
+		}
+	}
+}
+
+func (p *probe) roundTrip(ctx context.Context, req *http.Request) (int, error) {
+	if p.conn == nil {
+		if err := p.dial(ctx); err != nil {
+			return 0, err
+		}
+	}
+	conn := p.conn
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+	} else {
+		_ = conn.SetDeadline(time.Time{})
+	}
+	// Cancelled: unblock. It may run after we returned: conn, not p.conn,
+	// and a connection it may still touch is not used again.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	defer func() {
+		if !stop() {
+			p.close()
+		}
+	}()
+	if err := req.Write(p.bw); err != nil {
+		return 0, err
+	}
+	if err := p.bw.Flush(); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(p.br, req)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody+1))
+	resp.Body.Close()
+	if resp.Close || n > maxBody {
+		p.close()
+	}
+	return resp.StatusCode, nil
+}
+
+func (p *probe) dial(ctx context.Context) error {
+	var d net.Dialer
+	raw, err := d.DialContext(ctx, "tcp", p.url.Host)
+	if err != nil {
+		return err
+	}
+	c := tls.Client(raw, p.tls)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return err
+	}
+	p.conn, p.br, p.bw = c, bufio.NewReader(c), bufio.NewWriter(c)
+	return nil
+}
+
+func (p *probe) close() {
+	if p.conn != nil {
+		p.conn.Close()
+		p.conn = nil
+	}
+}
