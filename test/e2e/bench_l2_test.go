@@ -41,7 +41,7 @@ var (
 			if _, err := c.procs[h].Wait(5 * time.Second); err != nil {
 				return err
 			}
-			if err := c.restartErr(h); err != nil {
+			if err := c.restart(h); err != nil {
 				return err
 			}
 			return g.waitOneHolder(c, 3*g.advert) // back as a backup

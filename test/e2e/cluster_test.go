@@ -60,14 +60,7 @@ func (c *cluster) addKeepalived(t testing.TB, name string, k lab.Keepalived) (in
 }
 
 // restart starts node i again: our daemon, or keepalived with its config.
-func (c *cluster) restart(t testing.TB, i int) {
-	t.Helper()
-	if err := c.restartErr(i); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (c *cluster) restartErr(i int) error {
+func (c *cluster) restart(i int) error {
 	var p *lab.Process
 	var err error
 	if c.ka[i] {
