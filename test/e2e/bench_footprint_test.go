@@ -13,7 +13,7 @@ import (
 )
 
 // usage is a process tree's CPU time (clock ticks) and RSS (KiB) now.
-func usage(t testing.TB, h *lab.Host, pids []int) (ticks, rssKiB int) {
+func usage(t testing.TB, pids []int) (ticks, rssKiB int) {
 	t.Helper()
 	for _, pid := range pids {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -52,10 +52,10 @@ func children(pid int) []int {
 
 // footprintOver measures CPU % of one core and RSS (MiB) of pids over d.
 func footprintOver(t testing.TB, pids []int, d time.Duration) (cpu, rssMiB float64) {
-	t0, _ := usage(t, nil, pids)
+	t0, _ := usage(t, pids)
 	start := time.Now()
 	time.Sleep(d)
-	t1, rss := usage(t, nil, pids)
+	t1, rss := usage(t, pids)
 	const hz = 100 // USER_HZ on Linux
 	return float64(t1-t0) / hz / time.Since(start).Seconds() * 100, float64(rss) / 1024
 }

@@ -174,14 +174,6 @@ func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error 
 		}
 		s.out = append(s.out, d)
 		keep = append(keep, kept{probes, fault})
-		if d < 100*time.Millisecond && s.kind.name != gracefulStop.name {
-			for _, p := range probes {
-				if !p.ok && p.at.After(fault) {
-					logf("short outage: first failure %s after the fault: %v", p.at.Sub(fault), p.err)
-					break
-				}
-			}
-		}
 		logf("%s, %s, %s: trial %d outage %s", s.group.name, s.group.tool, s.kind.name, trial+1, d.Round(time.Millisecond))
 	}
 	order := make([]int, len(s.out))

@@ -23,9 +23,8 @@ type prober struct {
 }
 
 type probe struct {
-	at  time.Time
-	ok  bool
-	err error
+	at time.Time
+	ok bool
 }
 
 func startProber(client *lab.Host, addr netip.AddrPort) *prober {
@@ -48,7 +47,7 @@ func startProber(client *lab.Host, addr netip.AddrPort) *prober {
 					c.Close()
 				}
 				p.mu.Lock()
-				p.tries = append(p.tries, probe{at: at, ok: err == nil, err: err})
+				p.tries = append(p.tries, probe{at: at, ok: err == nil})
 				p.mu.Unlock()
 			}()
 			select {

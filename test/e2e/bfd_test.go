@@ -151,25 +151,14 @@ func TestBFDWithFRR(t *testing.T) {
 
 func TestBFDKeyedSHA1WithBIRD(t *testing.T) {
 	b := newBGPLab(t, 2)
-	conf := `router id 198.51.100.1;
-protocol device {}
-protocol kernel { ipv4 { export all; }; merge paths on; }
-protocol bfd {
+	conf := birdRouterConfig(`protocol bfd {
   interface "eth0" {
     min rx interval 50 ms; min tx interval 50 ms; multiplier 3;
     authentication keyed sha1;
     password "bfd-key-1" { id 1; };
   };
 }
-template bgp node {
-  local 198.51.100.1 as 65001;
-  hold time 9; connect retry time 1;
-  bfd on;
-  ipv4 { import all; export none; };
-}
-protocol bgp n1 from node { neighbor 198.51.100.11 as 65002; }
-protocol bgp n2 from node { neighbor 198.51.100.12 as 65002; }
-`
+`)
 	bird, err := b.router.StartBIRD(conf)
 	if err != nil {
 		t.Fatal(err)

@@ -250,20 +250,30 @@ func TestBGPDualStack(t *testing.T) {
 	}
 }
 
-func TestBGPWithBIRD(t *testing.T) {
-	b := newBGPLab(t, 2)
-	conf := `router id 198.51.100.1;
+// birdRouterConfig is the router's bird.conf: AS 65001, n1 and n2 as
+// neighbours in AS 65002, routes into the kernel with ECMP; with bfd (a
+// "protocol bfd" block) the sessions use BFD.
+func birdRouterConfig(bfd string) string {
+	bfdOn := ""
+	if bfd != "" {
+		bfdOn = "  bfd on;\n"
+	}
+	return `router id 198.51.100.1;
 protocol device {}
 protocol kernel { ipv4 { export all; }; merge paths on; }
-template bgp node {
+` + bfd + `template bgp node {
   local 198.51.100.1 as 65001;
   hold time 9; connect retry time 1;
-  ipv4 { import all; export none; };
+` + bfdOn + `  ipv4 { import all; export none; };
 }
 protocol bgp n1 from node { neighbor 198.51.100.11 as 65002; }
 protocol bgp n2 from node { neighbor 198.51.100.12 as 65002; }
 `
-	bird, err := b.router.StartBIRD(conf)
+}
+
+func TestBGPWithBIRD(t *testing.T) {
+	b := newBGPLab(t, 2)
+	bird, err := b.router.StartBIRD(birdRouterConfig(""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,15 +62,23 @@ func checkDrops(t *testing.T, name string, got, want map[string]int, sent int) {
 	t.Logf("%s: %d hostile packets, %d dropped, by reason %v", name, sent, total, got)
 }
 
-func TestHostileVRRPPackets(t *testing.T) {
-	c := newCluster(t, 2, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450")
+// attackedPair is two of our nodes with metrics, settled on one holder h,
+// and a host x (192.0.2.99) on the same switch to send from.
+func attackedPair(t *testing.T, extra ...string) (c *cluster, h int, x *lab.Host) {
+	t.Helper()
+	c = newCluster(t, 2, append([]string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450"}, extra...)...)
 	c.startAll(t)
-	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
+	h, _ = c.waitHolder(t, vip4, -1, 15*time.Second)
 	c.stayOne(t, vip4, time.Second)
 	x, err := c.AddHost("x", netip.MustParsePrefix("192.0.2.99/24"), netip.Prefix{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, h, x
+}
+
+func TestHostileVRRPPackets(t *testing.T) {
+	c, h, x := attackedPair(t)
 	skip := []int{c.procs[0].Lines(), c.procs[1].Lines()}
 	pkts := hostile.VRRP(rand.New(rand.NewPCG(5798, 1)), 300, 51, vip4.Addr(), netip.MustParseAddr("192.0.2.99"))
 	mon := c.monitor(vip4)
@@ -141,15 +149,7 @@ func countLinesAfter(p *lab.Process, skip int, part string) int {
 // valid advertisement with priority 254 from an address that is not a peer
 // is dropped (not_peer) and moves nothing.
 func TestUnicastIgnoresNonPeers(t *testing.T) {
-	c := newCluster(t, 2, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450",
-		"NOVAEDGE_CP_VIP_PEERS=192.0.2.11,192.0.2.12")
-	c.startAll(t)
-	h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
-	c.stayOne(t, vip4, time.Second)
-	x, err := c.AddHost("x", netip.MustParsePrefix("192.0.2.99/24"), netip.Prefix{}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, h, x := attackedPair(t, "NOVAEDGE_CP_VIP_PEERS=192.0.2.11,192.0.2.12")
 	attacker := netip.MustParseAddr("192.0.2.99")
 	var pkts []hostile.Packet
 	for range 200 {
@@ -159,7 +159,7 @@ func TestUnicastIgnoresNonPeers(t *testing.T) {
 		}
 	}
 	skip := []int{c.procs[0].Lines(), c.procs[1].Lines()}
-	err = lab.InNetns(x.NS, func() error {
+	err := lab.InNetns(x.NS, func() error {
 		for i, dst := range []netip.Addr{c.nodes[0].IPv4.Addr(), c.nodes[1].IPv4.Addr()} {
 			var mine []hostile.Packet
 			for j := i; j < len(pkts); j += 2 {
