@@ -73,13 +73,15 @@ func TestTokenCacheAndRotation(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	reads := 0
 	content, readErr := "tok-1\n", error(nil)
+	id, statErr := fileID{ino: 1}, error(nil)
 	s := newTokenSource("/t", clk.now)
 	s.read = func(string) ([]byte, error) { reads++; return []byte(content), readErr }
+	s.stat = func(string) (fileID, error) { return id, statErr }
 
 	if tok := s.get(); tok.value != "tok-1" || !tok.present || tok.err != nil {
 		t.Fatalf("first read: %+v", tok)
 	}
-	content = "tok-2"
+	content = "tok-2" // rewritten in place with nothing stat sees changed
 	clk.t = clk.t.Add(TokenTTL - time.Second)
 	if tok := s.get(); tok.value != "tok-1" || reads != 1 {
 		t.Fatalf("within TTL: %+v after %d reads, want cached tok-1", tok, reads)
@@ -88,10 +90,20 @@ func TestTokenCacheAndRotation(t *testing.T) {
 	if tok := s.get(); tok.value != "tok-2" || reads != 2 {
 		t.Fatalf("after TTL: %+v after %d reads, want rotated tok-2", tok, reads)
 	}
+	// Replaced (another inode, as kubelet's symlink swap or a rename does):
+	// read at the next check, long before the TTL.
+	content, id = "tok-r", fileID{ino: 2}
+	clk.t = clk.t.Add(time.Second)
+	if tok := s.get(); tok.value != "tok-r" || reads != 3 {
+		t.Fatalf("replaced file: %+v after %d reads, want tok-r read at once", tok, reads)
+	}
+	if tok := s.get(); tok.value != "tok-r" || reads != 3 {
+		t.Fatalf("unchanged file: %+v after %d reads, want no read", tok, reads)
+	}
 	// Unreadable: an error, still "present" (only 200 healthy), last good value kept, re-read next time.
 	clk.t = clk.t.Add(TokenTTL)
 	readErr = fs.ErrPermission
-	if tok := s.get(); !tok.present || tok.err == nil || tok.value != "tok-2" {
+	if tok := s.get(); !tok.present || tok.err == nil || tok.value != "tok-r" {
 		t.Fatalf("unreadable: %+v", tok)
 	}
 	readErr = nil
@@ -99,19 +111,19 @@ func TestTokenCacheAndRotation(t *testing.T) {
 	if tok := s.get(); tok.value != "tok-3" || tok.err != nil {
 		t.Fatalf("readable again: %+v", tok)
 	}
-	// Absent: cached as absent too.
-	clk.t = clk.t.Add(TokenTTL)
-	readErr = fs.ErrNotExist
+	// Absent: no token, and the file is seen at once when it appears.
+	statErr = fs.ErrNotExist
 	if tok := s.get(); tok.present || tok.value != "" {
 		t.Fatalf("absent: %+v", tok)
 	}
-	readErr = nil
-	if tok := s.get(); tok.present {
-		t.Fatalf("absent must be cached for the TTL: %+v", tok)
+	statErr, content, id = nil, "tok-4", fileID{ino: 3}
+	if tok := s.get(); tok.value != "tok-4" {
+		t.Fatalf("a token file that appears must be read at the next check: %+v", tok)
 	}
 	// A clock that jumps back does not pin the cache forever.
+	content = "tok-5"
 	clk.t = clk.t.Add(-time.Hour)
-	if tok := s.get(); !tok.present {
+	if tok := s.get(); tok.value != "tok-5" {
 		t.Fatalf("after a backward clock jump the file must be read again: %+v", tok)
 	}
 }
@@ -290,6 +302,7 @@ func TestUnreadableTokenLogsWithoutToken(t *testing.T) {
 		// root reads any file: simulate the permission error instead.
 		s := newTokenSource("/t", time.Now)
 		s.read = func(string) ([]byte, error) { return nil, fs.ErrPermission }
+		s.stat = func(string) (fileID, error) { return fileID{ino: 1}, nil }
 		if tok := s.get(); !tok.present || !errors.Is(tok.err, fs.ErrPermission) {
 			t.Fatalf("%+v", tok)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -23,20 +24,46 @@ type token struct {
 	err     error  // the file exists but could not be read
 }
 
-// tokenSource reads the bearer token file and caches it for TokenTTL. A file
-// that is absent is cached as absent for the same time; a read error is not
-// cached (the next check retries) and keeps the last good token if any.
+// fileID is what tells that a file was replaced or rewritten: a rotated
+// token (kubelet swaps a symlink, an operator renames a new file in place)
+// has another inode, size or modification time.
+type fileID struct {
+	ino, size int64
+	mtime     time.Time
+}
+
+// statID follows symlinks, as the read does.
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	id := fileID{size: fi.Size(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = int64(st.Ino)
+	}
+	return id, nil
+}
+
+// tokenSource reads the bearer token file and caches its content for
+// TokenTTL. Every check costs one stat of the file: a file that appears (the
+// token written after bootstrap), disappears or is replaced (rotation) is
+// read at once; an unchanged one is read again when the TTL has passed. A
+// read error is not cached (the next check retries) and keeps the last good
+// token if any.
 type tokenSource struct {
 	path    string
 	now     func() time.Time
 	read    func(string) ([]byte, error)
+	stat    func(string) (fileID, error)
 	cached  token
+	id      fileID // of the file when cached was read
 	fetched time.Time
 	valid   bool
 }
 
 func newTokenSource(path string, now func() time.Time) *tokenSource {
-	return &tokenSource{path: path, now: now, read: readLimited}
+	return &tokenSource{path: path, now: now, read: readLimited, stat: statID}
 }
 
 func readLimited(path string) ([]byte, error) {
@@ -58,19 +85,25 @@ func readLimited(path string) ([]byte, error) {
 // get returns the token to use now.
 func (s *tokenSource) get() token {
 	now := s.now()
-	if s.valid && now.Sub(s.fetched) < TokenTTL && now.Sub(s.fetched) >= 0 {
+	id, statErr := s.stat(s.path)
+	if errors.Is(statErr, fs.ErrNotExist) {
+		s.cached, s.valid = token{}, false
+		return s.cached
+	}
+	age := now.Sub(s.fetched)
+	if s.valid && statErr == nil && id == s.id && age < TokenTTL && age >= 0 {
 		return s.cached
 	}
 	b, err := s.read(s.path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		s.cached, s.fetched, s.valid = token{}, now, true
+	case errors.Is(err, fs.ErrNotExist): // gone between stat and read
+		s.cached, s.valid = token{}, false
 	case err == nil && strings.TrimSpace(string(b)) == "":
 		return s.failed(errors.New("token file is empty"))
 	case err != nil:
 		return s.failed(err)
 	default:
-		s.cached, s.fetched, s.valid = token{value: strings.TrimSpace(string(b)), present: true}, now, true
+		s.cached, s.id, s.fetched, s.valid = token{value: strings.TrimSpace(string(b)), present: true}, id, now, true
 	}
 	return s.cached
 }

@@ -26,16 +26,22 @@ type cluster struct {
 	kaCfg  map[int]lab.Keepalived
 	env    map[int][]string // per node, on top of extra
 	dir    string           // keepalived's files
+	noAPI  bool             // no stand-in apiservers: the test brings real ones
 }
 
 func newCluster(t testing.TB, n int, extra ...string) *cluster {
+	return newClusterOf(t, n, true, extra...)
+}
+
+// newClusterOf is newCluster, with stand-in apiservers on the nodes or none.
+func newClusterOf(t testing.TB, n int, standIn bool, extra ...string) *cluster {
 	t.Helper()
 	l, err := lab.New(t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir()}
+	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir()}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -74,7 +80,8 @@ func (c *cluster) restart(i int) error {
 	return err
 }
 
-// addNode adds the next node host (192.0.2.11 + index) with a stand-in apiserver.
+// addNode adds the next node host (192.0.2.11 + index), with a stand-in
+// apiserver unless the cluster has none.
 func (c *cluster) addNode(t testing.TB, name string) int {
 	t.Helper()
 	i := len(c.nodes)
@@ -83,9 +90,11 @@ func (c *cluster) addNode(t testing.TB, name string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := h.StartAPIServer(6443)
-	if err != nil {
-		t.Fatal(err)
+	var api *lab.APIServer
+	if !c.noAPI {
+		if api, err = h.StartAPIServer(6443); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c.nodes, c.apis = append(c.nodes, h), append(c.apis, api)
 	return i

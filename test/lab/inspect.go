@@ -107,20 +107,25 @@ func (h *Host) Dial(ctx context.Context, addr string) (net.Conn, error) {
 
 // Whoami asks https://ip:port/whoami from the host and returns who answered.
 func (h *Host) Whoami(ip netip.Addr, port int, timeout time.Duration) (string, error) {
-	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			return h.Dial(ctx, addr)
-		},
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // lab certificate
-		DisableKeepAlives: true,
-	}}
-	resp, err := client.Get("https://" + net.JoinHostPort(ip.String(), strconv.Itoa(port)) + "/whoami")
+	resp, err := h.Client(timeout).Get("https://" + net.JoinHostPort(ip.String(), strconv.Itoa(port)) + "/whoami")
 	if err != nil {
 		return "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// Client is an HTTP client whose connections start inside the host's
+// namespace: a fresh connection per request, lab certificates not verified.
+func (h *Host) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return h.Dial(ctx, addr)
+		},
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // lab certificate
+		DisableKeepAlives: true,
+	}}
 }
 
 // Eventually calls cond every 20 ms until it returns nil or d passes, and
@@ -142,11 +147,7 @@ func Eventually(d time.Duration, cond func() error) error {
 // HTTPGet fetches a plain-HTTP URL from inside the host's namespace and
 // returns the status code and body.
 func (h *Host) HTTPGet(url string) (int, string, error) {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext:       func(ctx context.Context, _, addr string) (net.Conn, error) { return h.Dial(ctx, addr) },
-		DisableKeepAlives: true,
-	}}
-	resp, err := client.Get(url)
+	resp, err := h.Client(5 * time.Second).Get(url)
 	if err != nil {
 		return 0, "", err
 	}

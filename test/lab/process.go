@@ -26,6 +26,16 @@ type Process struct {
 // Start runs args in the host's namespace with exactly env as environment
 // (plus PATH). Output lines go to the lab's Logf too, prefixed by name.
 func (h *Host) Start(name string, env []string, args ...string) (*Process, error) {
+	return h.start(name, h.lab.Logf, env, args)
+}
+
+// StartQuiet is Start for a chatty program (kube-apiserver, etcd): its lines
+// are kept (Output) but not sent to the lab's Logf.
+func (h *Host) StartQuiet(name string, env []string, args ...string) (*Process, error) {
+	return h.start(name, nil, env, args)
+}
+
+func (h *Host) start(name string, logf func(string, ...any), env, args []string) (*Process, error) {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...)
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	pr, pw := io.Pipe()
@@ -38,7 +48,7 @@ func (h *Host) Start(name string, env []string, args ...string) (*Process, error
 	h.lab.procs = append(h.lab.procs, p)
 	h.lab.mu.Unlock()
 	readDone := make(chan struct{})
-	go func() { p.read(pr, h.lab.Logf); close(readDone) }()
+	go func() { p.read(pr, logf); close(readDone) }()
 	go func() {
 		_ = cmd.Wait() // the exit code below says what happened
 		p.code = cmd.ProcessState.ExitCode()

@@ -1,0 +1,150 @@
+// Command kclient is the lab's real Kubernetes client, built on client-go.
+//
+//	kclient probe  -server URL -token T -ca FILE [-every 10ms] [-for 20s] [-rv0]
+//	    sends GET /api/v1/namespaces/kube-system (or, with -rv0, a list of
+//	    namespaces with resourceVersion=0, served from the watch cache) over a
+//	    fresh TCP+TLS connection every interval and writes one line per
+//	    request: "UNIXMILLI ok|fail LATENCY_MS [error]". It stops after -for,
+//	    or on SIGTERM/SIGINT.
+//	kclient token  -server URL -token T -ca FILE -ns NS -sa NAME [-ttl 1h]
+//	    creates the ServiceAccount if missing, asks the TokenRequest API for a
+//	    token and prints it.
+//	kclient delete-sa -server URL -token T -ca FILE -ns NS -sa NAME
+//	    deletes the ServiceAccount (its tokens stop working).
+//
+// Test use only: the token given with -token is the lab's bootstrap admin.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+)
+
+type options struct {
+	server, token, ca, ns, sa string
+	every, dur, ttl, timeout  time.Duration
+	rv0                       bool
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: kclient probe|token|delete-sa [flags]")
+		os.Exit(2)
+	}
+	var o options
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	fs.StringVar(&o.server, "server", "", "apiserver URL, https://VIP:6443")
+	fs.StringVar(&o.token, "token", "", "bearer token")
+	fs.StringVar(&o.ca, "ca", "", "CA certificate file")
+	fs.StringVar(&o.ns, "ns", "kube-system", "namespace of the ServiceAccount")
+	fs.StringVar(&o.sa, "sa", "", "ServiceAccount name")
+	fs.DurationVar(&o.every, "every", 10*time.Millisecond, "probe: interval between requests")
+	fs.DurationVar(&o.dur, "for", 20*time.Second, "probe: how long to run")
+	fs.DurationVar(&o.timeout, "timeout", time.Second, "per request")
+	fs.DurationVar(&o.ttl, "ttl", time.Hour, "token: requested lifetime")
+	fs.BoolVar(&o.rv0, "rv0", false, "probe: list namespaces with resourceVersion=0 (watch cache)")
+	_ = fs.Parse(os.Args[2:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	cs, err := clientset(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kclient:", err)
+		os.Exit(1)
+	}
+	switch os.Args[1] {
+	case "probe":
+		err = probe(ctx, cs, o)
+	case "token":
+		err = token(ctx, cs, o)
+	case "delete-sa":
+		err = cs.CoreV1().ServiceAccounts(o.ns).Delete(ctx, o.sa, metav1.DeleteOptions{})
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kclient:", err)
+		os.Exit(1)
+	}
+}
+
+// clientset builds a client whose every request opens a fresh TCP+TLS
+// connection (no keep-alive), so each one crosses the VIP anew.
+func clientset(o options) (*kubernetes.Clientset, error) {
+	pem, err := os.ReadFile(o.ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", o.ca)
+	}
+	var rt http.RoundTripper = &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}
+	rt = transport.NewBearerAuthRoundTripper(o.token, rt)
+	return kubernetes.NewForConfigAndClient(&rest.Config{Host: o.server, QPS: -1},
+		&http.Client{Transport: rt, Timeout: o.timeout})
+}
+
+func probe(ctx context.Context, cs *kubernetes.Clientset, o options) error {
+	ctx, cancel := context.WithTimeout(ctx, o.dur)
+	defer cancel()
+	t := time.NewTicker(o.every)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		var err error
+		if o.rv0 {
+			_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		} else {
+			_, err = cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		lat := time.Since(start).Milliseconds()
+		if err != nil {
+			fmt.Printf("%d fail %d %v\n", start.UnixMilli(), lat, err)
+		} else {
+			fmt.Printf("%d ok %d\n", start.UnixMilli(), lat)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func token(ctx context.Context, cs *kubernetes.Clientset, o options) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: o.sa, Namespace: o.ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(o.ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secs := int64(o.ttl.Seconds())
+	tr, err := cs.CoreV1().ServiceAccounts(o.ns).CreateToken(ctx, o.sa,
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println(tr.Status.Token)
+	return nil
+}
