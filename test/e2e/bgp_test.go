@@ -31,7 +31,10 @@ type bgpLab struct {
 func nodeV4(i int) netip.Addr { return netip.AddrFrom4([4]byte{198, 51, 100, byte(11 + i)}) }
 func nodeV6(i int) netip.Addr { return netip.MustParseAddr(fmt.Sprintf("2001:db8:1::%x", 0x11+i)) }
 
-func newBGPLab(t testing.TB, n int) *bgpLab {
+func newBGPLab(t testing.TB, n int) *bgpLab { return newBGPLabOf(t, n, true) }
+
+// newBGPLabOf is newBGPLab, with stand-in apiservers on the nodes or none.
+func newBGPLabOf(t testing.TB, n int, standIn bool) *bgpLab {
 	t.Helper()
 	l, err := lab.New(t.Logf)
 	if err != nil {
@@ -47,9 +50,11 @@ func newBGPLab(t testing.TB, n int) *bgpLab {
 		if err != nil {
 			t.Fatal(err)
 		}
-		api, err := h.StartAPIServer(6443)
-		if err != nil {
-			t.Fatal(err)
+		var api *lab.APIServer
+		if standIn {
+			if api, err = h.StartAPIServer(6443); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := h.DefaultRoute(routerV4, routerV6); err != nil {
 			t.Fatal(err)

@@ -1,8 +1,10 @@
 package lab
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -91,7 +93,59 @@ func NewControlPlane(l *Lab, bin RealBinaries, nodes []*Host, vips []netip.Addr,
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600); err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(dir, "audit-policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// auditPolicy records who asked for the health endpoints and the answer:
+// the tests read from it which token the daemon's checks carried.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  nonResourceURLs: ["/livez", "/livez/*", "/readyz", "/readyz/*"]
+- level: None
+`
+
+// AuditEvent is one health request as node i's apiserver audited it.
+type AuditEvent struct {
+	Time time.Time
+	User string // "system:anonymous" without a token
+	URI  string
+	Code int
+}
+
+// Audit returns the health requests node i's apiserver has answered.
+func (c *ControlPlane) Audit(i int) ([]AuditEvent, error) {
+	b, err := os.ReadFile(c.auditLog(i))
+	if err != nil {
+		return nil, err
+	}
+	var out []AuditEvent
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var e struct {
+			User struct {
+				Username string `json:"username"`
+			} `json:"user"`
+			RequestURI     string    `json:"requestURI"`
+			StageTimestamp time.Time `json:"stageTimestamp"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		out = append(out, AuditEvent{Time: e.StageTimestamp, User: e.User.Username, URI: e.RequestURI, Code: e.ResponseStatus.Code})
+	}
+	return out, nil
+}
+
+func (c *ControlPlane) auditLog(i int) string {
+	return filepath.Join(c.dir, "audit-"+c.nodes[i].Name+".log")
 }
 
 // StartEtcd starts (or restarts, on its kept data) node i's etcd member.
@@ -138,6 +192,8 @@ func (c *ControlPlane) StartAPIServer(i int) error {
 		"--authorization-mode=Node,RBAC", "--token-auth-file=" + filepath.Join(c.dir, "tokens.csv"),
 		fmt.Sprintf("--anonymous-auth=%t", !c.opts.AnonymousAuthOff),
 		"--shutdown-delay-duration=" + c.opts.ShutdownDelay.String(),
+		"--audit-policy-file=" + filepath.Join(c.dir, "audit-policy.yaml"), "--audit-log-path=" + c.auditLog(i),
+		"--audit-log-mode=blocking",
 		"--profiling=false", "--v=0",
 	}
 	p, err := n.StartQuiet("kube-apiserver-"+n.Name, nil, append(args, c.opts.ExtraArgs...)...)

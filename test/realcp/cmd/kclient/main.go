@@ -3,7 +3,8 @@
 //	kclient probe  -server URL -token T -ca FILE [-every 10ms] [-for 20s] [-rv0]
 //	    sends GET /api/v1/namespaces/kube-system (or, with -rv0, a list of
 //	    namespaces with resourceVersion=0, served from the watch cache) over a
-//	    fresh TCP+TLS connection every interval and writes one line per
+//	    fresh TCP+TLS connection every interval, one attempt each (no
+//	    client-go retry), and writes one line per
 //	    request: "UNIXMILLI ok|fail LATENCY_MS [error]". It stops after -for,
 //	    or on SIGTERM/SIGINT.
 //	kclient token  -server URL -token T -ca FILE -ns NS -sa NAME [-ttl 1h]
@@ -111,12 +112,15 @@ func probe(ctx context.Context, cs *kubernetes.Clientset, o options) error {
 	defer t.Stop()
 	for {
 		start := time.Now()
-		var err error
+		// One attempt per request: client-go would retry a reset connection
+		// a second later and hide the failure.
+		req := cs.CoreV1().RESTClient().Get().Resource("namespaces").MaxRetries(0)
 		if o.rv0 {
-			_, err = cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			req = req.Param("resourceVersion", "0")
 		} else {
-			_, err = cs.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+			req = req.Name("kube-system")
 		}
+		err := req.Do(ctx).Error()
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -1,0 +1,257 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// writeToken replaces the token file in one rename, as kubelet and a careful
+// operator do.
+func writeToken(t testing.TB, path, tok string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), ".token.new")
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitAudit waits until node i's apiserver has answered /livez to user with
+// code, at or after from, and returns when. A request refused by
+// authentication is audited without a user: user "" matches any.
+func (c *realCluster) waitAudit(t testing.TB, i int, user string, code int, from time.Time, within time.Duration) time.Time {
+	t.Helper()
+	var at time.Time
+	err := lab.Eventually(within, func() error {
+		events, err := c.cp.Audit(i)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if (user == "" || e.User == user) && e.Code == code && strings.HasPrefix(e.URI, "/livez") && !e.Time.Before(from) {
+				at = e.Time
+				return nil
+			}
+		}
+		return fmt.Errorf("no /livez from %s answered %d by %s", user, code, c.nodes[i].Name)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// TestRealServiceAccountToken: a token from the TokenRequest API, written
+// to the token path, is carried by every check (the apiserver's audit log
+// names the ServiceAccount) and only 200 is healthy; a new token replacing
+// the file is used from the next check; a deleted ServiceAccount's token is
+// refused (401) and the node counts as unhealthy.
+func TestRealServiceAccountToken(t *testing.T) {
+	c := newRealCluster(t, 1, lab.APIServerOptions{})
+	c.startControlPlane(t)
+	node := "https://" + c.nodes[0].IPv4.Addr().String() + ":6443"
+	tokA, err := c.cp.Client(c.client, node, "token", "-sa", "cpvip-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeToken(t, c.token, tokA)
+	c.start(t, 0)
+	c.waitHolder(t, vip4, -1, 30*time.Second)
+	c.waitAudit(t, 0, "system:serviceaccount:kube-system:cpvip-a", 200, time.Time{}, 10*time.Second)
+
+	tokB, err := c.cp.Client(c.client, node, "token", "-sa", "cpvip-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated := time.Now()
+	writeToken(t, c.token, tokB)
+	used := c.waitAudit(t, 0, "system:serviceaccount:kube-system:cpvip-b", 200, rotated, 10*time.Second)
+	figure(t, "real token rotation: new token file written to the first check carrying it", used.Sub(rotated))
+
+	deleted := time.Now()
+	if _, err := c.cp.Client(c.client, node, "delete-sa", "-sa", "cpvip-b"); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver caches a successful token review for 10 s.
+	refused := c.waitAudit(t, 0, "", 401, deleted, 30*time.Second)
+	figure(t, "real token: ServiceAccount deleted to the first check answered 401", refused.Sub(deleted))
+	waitLine(t, c.procs[0], 0, "Health check failed", "status 401 with a bearer token")
+	waitLine(t, c.procs[0], 0, "API server health changed", "state=unhealthy")
+	c.logVIP(t, "ServiceAccount deleted")
+}
+
+// logVIP logs who holds the VIP now (a FIGURE line for the note).
+func (c *realCluster) logVIP(t testing.TB, when string) {
+	t.Helper()
+	h, err := c.holders(vip4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("FIGURE real control plane, %s: VIP held by %v", when, c.names(h))
+}
+
+// heldFraction samples for d whether any node holds p and returns the share
+// of samples in which one did.
+func (c *cluster) heldFraction(p netip.Prefix, d time.Duration) float64 {
+	held, n := 0, 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if h, err := c.holders(p); err == nil {
+			n++
+			if len(h) > 0 {
+				held++
+			}
+		}
+	}
+	return float64(held) / float64(max(n, 1))
+}
+
+// TestRealL2ApiserverKilled: three nodes, real apiservers; the holder's
+// apiserver is SIGKILLed and the VIP moves; the client tool counts the
+// requests that failed.
+func TestRealL2ApiserverKilled(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	c.startControlPlane(t)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	probe, err := c.cp.StartProbe(c.client, realServer, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	killed := time.Now()
+	if err := c.cp.SignalAPIServer(holder, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	next, d := c.waitHolder(t, vip4, holder, 20*time.Second)
+	figure(t, fmt.Sprintf("real L2: holder %s's apiserver SIGKILLed to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	time.Sleep(time.Second)
+	ss := samples(probe)
+	ok, failed, firstErr := requestCounts(ss, killed, time.Now())
+	figure(t, fmt.Sprintf("real L2, apiserver SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), failedSpan(ss, killed, time.Now()))
+	t.Logf("requests from the kill on: %s", requestRuns(ss, killed, time.Now()))
+	if err := c.cp.StartAPIServer(holder); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cp.WaitLive(holder, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.stayOne(t, vip4, 2*time.Second)
+}
+
+// TestRealBGPApiserverKilled: BGP mode, three nodes with real apiservers
+// behind an FRR router (ECMP); a node's apiserver is SIGKILLed and its next
+// hop is withdrawn; the client behind the router counts failed requests.
+func TestRealBGPApiserverKilled(t *testing.T) {
+	bin := realBinaries(t)
+	b := newBGPLabOf(t, 3, false)
+	cp, err := lab.NewControlPlane(b.Lab, bin, b.nodes, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.nodes {
+		if err := cp.WaitLive(i, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.startFRR(t, false, "")
+	for i := range b.nodes {
+		b.start(t, i, append(append([]string{}, realEnv...), "NOVAEDGE_CP_VIP_METRICS_ADDR=")...)
+	}
+	all := []netip.Addr{nodeV4(0), nodeV4(1), nodeV4(2)}
+	b.waitHops(t, vip4, 30*time.Second, all...)
+	probe, err := cp.StartProbe(b.client, realServer, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	killed := time.Now()
+	if err := cp.SignalAPIServer(0, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	figure(t, "real BGP: n1's apiserver SIGKILLed to its next hop gone from the router", b.waitHops(t, vip4, 20*time.Second, all[1:]...))
+	time.Sleep(2 * time.Second)
+	ss := samples(probe)
+	ok, failed, firstErr := requestCounts(ss, killed, time.Now())
+	figure(t, fmt.Sprintf("real BGP, one of three apiservers SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), failedSpan(ss, killed, time.Now()))
+}
+
+// TestRealEtcdTrouble: etcd frozen on the holder only (its apiserver's
+// /livez hangs: the VIP moves), then two of three members frozen (quorum
+// lost: every /livez fails). Records what /livez and the VIP do.
+func TestRealEtcdTrouble(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	c.startControlPlane(t)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	probe, err := c.cp.StartProbe(c.client, realServer, 3*time.Minute, "-rv0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+
+	// 1. The holder's own etcd member frozen.
+	frozen := time.Now()
+	if err := c.cp.SignalEtcd(holder, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	code, err := c.cp.Livez(holder, "/livez", true)
+	t.Logf("FIGURE real etcd: holder's member frozen: its /livez answers %d (%v)", code, err)
+	next, d := c.waitHolder(t, vip4, holder, 30*time.Second)
+	figure(t, fmt.Sprintf("real etcd: holder %s's member frozen to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	ss := samples(probe)
+	ok, failed, _ := requestCounts(ss, frozen, time.Now())
+	figure(t, fmt.Sprintf("real etcd, holder's member frozen: %d requests failed, %d succeeded; client outage", failed, ok), failedSpan(ss, frozen, time.Now()))
+	if err := c.cp.SignalEtcd(holder, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		if err := c.cp.WaitLive(i, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// 2. Quorum lost: two of three members frozen, the holder's among them.
+	holder, _ = c.waitHolder(t, vip4, -1, 10*time.Second)
+	other := (holder + 1) % 3
+	lost := time.Now()
+	for _, i := range []int{holder, other} {
+		if err := c.cp.SignalEtcd(i, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	share := c.heldFraction(vip4, 20*time.Second)
+	var codes []string
+	for i := range c.nodes {
+		code, err := c.cp.Livez(i, "/livez", true)
+		codes = append(codes, fmt.Sprintf("%s=%d(%v)", c.nodes[i].Name, code, err != nil))
+	}
+	ss = samples(probe)
+	ok, failed, firstErr := requestCounts(ss, lost, time.Now())
+	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q)",
+		share*100, codes, ok, failed, firstErr)
+	c.logVIP(t, "quorum lost for 20 s")
+	back := time.Now()
+	for _, i := range []int{holder, other} {
+		if err := c.cp.SignalEtcd(i, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, d = c.waitHolder(t, vip4, -1, time.Minute)
+	figure(t, "real etcd, quorum back to a VIP holder", d)
+	waitFirstOK(t, probe, back, 30*time.Second)
+}
