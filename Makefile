@@ -80,8 +80,13 @@ image: build
 package-check: package
 	test/tools/package-check.sh
 
+# REAL=1: the same story on a real control plane (etcd + kube-apiserver, make realcp).
 demo: deps build
+ifdef REAL
+	$(WITH_REALCP) $(GO) run ./test/demo -bin $(BIN) -real
+else
 	$(GO) run ./test/demo -bin $(BIN)
+endif
 
 clean:
 	rm -rf bin dist e2e.log bench.log

@@ -22,8 +22,9 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/novaedge-cpvip", "the novaedge-cpvip binary")
 	verbose := flag.Bool("v", false, "show the daemons' log lines too")
+	real := flag.Bool("real", false, "on a real control plane (etcd + kube-apiserver built by make realcp)")
 	flag.Parse()
-	if err := demo(*bin, *verbose); err != nil {
+	if err := demo(*bin, *verbose, *real); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
@@ -42,21 +43,30 @@ type world struct {
 	procs  []*lab.Process
 	client *lab.Host
 	bin    string
+	probe  *lab.Process // the real client, on a real control plane
+	env    []string     // KEY=VALUE pairs over the daemon's defaults
 }
 
 func (w *world) say(format string, args ...any) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(w.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func demo(bin string, verbose bool) error {
+func demo(bin string, verbose, real bool) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("needs root for network namespaces: sudo make demo")
 	}
-	w := &world{start: time.Now(), bin: bin}
 	logf := func(string, ...any) {}
 	if verbose {
 		logf = func(f string, a ...any) { fmt.Printf("        | "+f+"\n", a...) }
 	}
+	if real {
+		if err := realDemo(bin, logf); err != nil {
+			return err
+		}
+		fmt.Println("Demo complete.")
+		return nil
+	}
+	w := &world{start: time.Now(), bin: bin}
 	l, err := lab.New(logf)
 	if err != nil {
 		return err
@@ -79,22 +89,29 @@ func demo(bin string, verbose bool) error {
 	return nil
 }
 
-func (w *world) build() error {
+// addHosts adds the three nodes, with stand-in apiservers or none, and the client.
+func (w *world) addHosts(standIn bool) error {
 	for i := range 3 {
 		h, err := w.lab.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24),
 			netip.MustParsePrefix(fmt.Sprintf("2001:db8::%x/64", 0x11+i)), true)
 		if err != nil {
 			return err
 		}
-		api, err := h.StartAPIServer(6443)
-		if err != nil {
-			return err
+		var api *lab.APIServer
+		if standIn {
+			if api, err = h.StartAPIServer(6443); err != nil {
+				return err
+			}
 		}
 		w.nodes, w.apis = append(w.nodes, h), append(w.apis, api)
 	}
 	c, err := w.lab.AddHost("client", netip.MustParsePrefix("192.0.2.2/24"), netip.MustParsePrefix("2001:db8::2/64"), false)
 	w.client, w.procs = c, make([]*lab.Process, 3)
-	if err != nil {
+	return err
+}
+
+func (w *world) build() error {
+	if err := w.addHosts(true); err != nil {
 		return err
 	}
 	w.say("Lab up: control-plane nodes n1 n2 n3 (192.0.2.11-13) each with a stand-in kube-apiserver, and a client, on one switch.")
@@ -107,12 +124,13 @@ func (w *world) build() error {
 	return nil
 }
 
+// startNode starts our daemon on node i.
 func (w *world) startNode(i int) error {
-	p, err := w.nodes[i].Start(w.nodes[i].Name, []string{
+	p, err := w.nodes[i].Start(w.nodes[i].Name, append([]string{
 		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms",
 		"NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent",
-	}, w.bin, "run")
+	}, w.env...), w.bin, "run")
 	w.procs[i] = p
 	return err
 }
@@ -222,7 +240,7 @@ func (w *world) stopAll() error {
 // waitHolder waits until exactly one node other than not holds both VIPs.
 func (w *world) waitHolder(not int) (int, time.Duration, error) {
 	start, holder := time.Now(), -1
-	err := lab.Eventually(15*time.Second, func() error {
+	err := lab.Eventually(time.Minute, func() error {
 		holder = -1
 		for _, p := range []netip.Prefix{vip4, vip6} {
 			var hs []int
@@ -242,6 +260,13 @@ func (w *world) waitHolder(not int) (int, time.Duration, error) {
 }
 
 func (w *world) reach() error {
+	if w.probe != nil {
+		if _, err := firstOK(w.probe, time.Now()); err != nil {
+			return err
+		}
+		w.say("  client-go GET /api/v1/namespaces/kube-system through the VIP: ok")
+		return nil
+	}
 	for _, vip := range []netip.Addr{vip4.Addr(), vip6.Addr()} {
 		var who string
 		err := lab.Eventually(5*time.Second, func() error {

@@ -136,10 +136,10 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 	figure(t, fmt.Sprintf("real L2: holder %s's apiserver SIGKILLed to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
 	time.Sleep(time.Second)
-	ss := samples(probe)
-	ok, failed, firstErr := requestCounts(ss, killed, time.Now())
-	figure(t, fmt.Sprintf("real L2, apiserver SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), failedSpan(ss, killed, time.Now()))
-	t.Logf("requests from the kill on: %s", requestRuns(ss, killed, time.Now()))
+	ss := lab.Samples(probe)
+	ok, failed, firstErr := lab.RequestCounts(ss, killed, time.Now())
+	figure(t, fmt.Sprintf("real L2, apiserver SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), lab.FailedSpan(ss, killed, time.Now()))
+	t.Logf("requests from the kill on: %s", lab.RequestRuns(ss, killed, time.Now()))
 	if err := c.cp.StartAPIServer(holder); err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +184,9 @@ func TestRealBGPApiserverKilled(t *testing.T) {
 	}
 	figure(t, "real BGP: n1's apiserver SIGKILLed to its next hop gone from the router", b.waitHops(t, vip4, 20*time.Second, all[1:]...))
 	time.Sleep(2 * time.Second)
-	ss := samples(probe)
-	ok, failed, firstErr := requestCounts(ss, killed, time.Now())
-	figure(t, fmt.Sprintf("real BGP, one of three apiservers SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), failedSpan(ss, killed, time.Now()))
+	ss := lab.Samples(probe)
+	ok, failed, firstErr := lab.RequestCounts(ss, killed, time.Now())
+	figure(t, fmt.Sprintf("real BGP, one of three apiservers SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), lab.FailedSpan(ss, killed, time.Now()))
 }
 
 // TestRealEtcdTrouble: etcd frozen on the holder only (its apiserver's
@@ -213,9 +213,9 @@ func TestRealEtcdTrouble(t *testing.T) {
 	next, d := c.waitHolder(t, vip4, holder, 30*time.Second)
 	figure(t, fmt.Sprintf("real etcd: holder %s's member frozen to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
-	ss := samples(probe)
-	ok, failed, _ := requestCounts(ss, frozen, time.Now())
-	figure(t, fmt.Sprintf("real etcd, holder's member frozen: %d requests failed, %d succeeded; client outage", failed, ok), failedSpan(ss, frozen, time.Now()))
+	ss := lab.Samples(probe)
+	ok, failed, _ := lab.RequestCounts(ss, frozen, time.Now())
+	figure(t, fmt.Sprintf("real etcd, holder's member frozen: %d requests failed, %d succeeded; client outage", failed, ok), lab.FailedSpan(ss, frozen, time.Now()))
 	if err := c.cp.SignalEtcd(holder, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -240,8 +240,8 @@ func TestRealEtcdTrouble(t *testing.T) {
 		code, err := c.cp.Livez(i, "/livez", true)
 		codes = append(codes, fmt.Sprintf("%s=%d(%v)", c.nodes[i].Name, code, err != nil))
 	}
-	ss = samples(probe)
-	ok, failed, firstErr := requestCounts(ss, lost, time.Now())
+	ss = lab.Samples(probe)
+	ok, failed, firstErr := lab.RequestCounts(ss, lost, time.Now())
 	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q)",
 		share*100, codes, ok, failed, firstErr)
 	c.logVIP(t, "quorum lost for 20 s")

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,116 +73,15 @@ func (c *realCluster) startControlPlane(t testing.TB) {
 	}
 }
 
-// sample is one request of the client tool.
-type sample struct {
-	at  time.Time
-	ok  bool
-	err string
-}
-
-// samples parses the client tool's lines: "UNIXMILLI ok|fail LATENCY [error]".
-func samples(p *lab.Process) []sample {
-	var out []sample
-	for _, l := range strings.Split(p.Output(), "\n") {
-		f := strings.SplitN(l, " ", 4)
-		if len(f) < 3 {
-			continue
-		}
-		ms, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		s := sample{at: time.UnixMilli(ms), ok: f[1] == "ok"}
-		if len(f) == 4 {
-			s.err = f[3]
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// requestCounts counts the client's requests sent in [from, to).
-func requestCounts(ss []sample, from, to time.Time) (ok, failed int, firstErr string) {
-	for _, s := range ss {
-		if s.at.Before(from) || !s.at.Before(to) {
-			continue
-		}
-		if s.ok {
-			ok++
-			continue
-		}
-		failed++
-		if firstErr == "" {
-			firstErr = s.err
-		}
-	}
-	return ok, failed, firstErr
-}
-
-// requestRuns compresses the client's requests sent in [from, to) into runs:
-// "+0.00s ok×12 +0.25s fail×3 (error)".
-func requestRuns(ss []sample, from, to time.Time) string {
-	var b strings.Builder
-	var last *sample
-	n := 0
-	flush := func() {
-		if last == nil {
-			return
-		}
-		what := "ok"
-		if !last.ok {
-			what = "fail (" + last.err + ")"
-		}
-		fmt.Fprintf(&b, "%+.2fs %s×%d ", last.at.Sub(from).Seconds(), what, n)
-	}
-	for i := range ss {
-		s := &ss[i]
-		if s.at.Before(from) || !s.at.Before(to) {
-			continue
-		}
-		if last == nil || s.ok != last.ok {
-			flush()
-			last, n = s, 0
-		}
-		n++
-	}
-	flush()
-	return strings.TrimSpace(b.String())
-}
-
-// failedSpan is the time from the first failed request in [from, to) to the
-// first success after the last failure there (0 with none failed).
-func failedSpan(ss []sample, from, to time.Time) time.Duration {
-	var first, last time.Time
-	for _, s := range ss {
-		if s.at.Before(from) || !s.at.Before(to) || s.ok {
-			continue
-		}
-		if first.IsZero() {
-			first = s.at
-		}
-		last = s.at
-	}
-	if first.IsZero() {
-		return 0
-	}
-	for _, s := range ss {
-		if s.ok && s.at.After(last) {
-			return s.at.Sub(first)
-		}
-	}
-	return to.Sub(first)
-}
-
 // waitFirstOK waits up to d for the client's first successful request sent
 // at or after from, and returns when it was sent.
 func waitFirstOK(t testing.TB, p *lab.Process, from time.Time, d time.Duration) time.Time {
 	t.Helper()
 	var at time.Time
 	err := lab.Eventually(d, func() error {
-		for _, s := range samples(p) {
-			if s.ok && !s.at.Before(from) {
-				at = s.at
+		for _, s := range lab.Samples(p) {
+			if s.OK && !s.At.Before(from) {
+				at = s.At
 				return nil
 			}
 		}
