@@ -113,6 +113,7 @@ func realDemo(bin string, logf func(string, ...any)) error {
 	if err := w.gracefulStop(); err != nil {
 		return err
 	}
+	time.Sleep(time.Second) // the restarted daemon is up before the final stop
 	return w.stopAll()
 }
 
@@ -120,13 +121,14 @@ func realDemo(bin string, logf func(string, ...any)) error {
 // /livez answer on a loaded 2-core VM can take a few hundred milliseconds.
 var realEnv = []string{"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=250ms", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=1s"}
 
-// firstOK waits for the client's first successful request sent at or after from.
+// firstOK waits for the client's first successful request sent at or after
+// from and returns when its answer came.
 func firstOK(probe *lab.Process, from time.Time) (time.Time, error) {
 	var at time.Time
 	err := lab.Eventually(2*time.Minute, func() error {
 		for _, s := range lab.Samples(probe) {
 			if s.OK && !s.At.Before(from) {
-				at = s.At
+				at = s.Done()
 				return nil
 			}
 		}

@@ -74,14 +74,14 @@ func (c *realCluster) startControlPlane(t testing.TB) {
 }
 
 // waitFirstOK waits up to d for the client's first successful request sent
-// at or after from, and returns when it was sent.
+// at or after from, and returns when its answer came.
 func waitFirstOK(t testing.TB, p *lab.Process, from time.Time, d time.Duration) time.Time {
 	t.Helper()
 	var at time.Time
 	err := lab.Eventually(d, func() error {
 		for _, s := range lab.Samples(p) {
 			if s.OK && !s.At.Before(from) {
-				at = s.At
+				at = s.Done()
 				return nil
 			}
 		}

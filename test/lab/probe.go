@@ -9,10 +9,14 @@ import (
 
 // Sample is one request of the client tool.
 type Sample struct {
-	At  time.Time
-	OK  bool
-	Err string
+	At      time.Time // sent
+	Latency time.Duration
+	OK      bool
+	Err     string
 }
+
+// Done is when the answer (or the error) came.
+func (s Sample) Done() time.Time { return s.At.Add(s.Latency) }
 
 // Samples parses the client tool's lines: "UNIXMILLI ok|fail LATENCY [error]".
 func Samples(p *Process) []Sample {
@@ -26,7 +30,8 @@ func Samples(p *Process) []Sample {
 		if err != nil {
 			continue
 		}
-		s := Sample{At: time.UnixMilli(ms), OK: f[1] == "ok"}
+		lat, _ := strconv.ParseInt(f[2], 10, 64)
+		s := Sample{At: time.UnixMilli(ms), Latency: time.Duration(lat) * time.Millisecond, OK: f[1] == "ok"}
 		if len(f) == 4 {
 			s.Err = f[3]
 		}
