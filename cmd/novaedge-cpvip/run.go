@@ -63,7 +63,8 @@ func run(args []string, stderr io.Writer) int {
 
 func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 	c, err := health.New(health.Config{
-		URL: cfg.APIServerURL(), Interval: cfg.HealthInterval, Timeout: cfg.HealthTimeout,
+		URL: cfg.APIServerURL(), ReadyURL: cfg.APIServerReadyURL(),
+		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
 		TokenPath: cfg.SATokenPath, CAFile: cfg.CAFile,
 	}, log.With("component", "health"), time.Now)

@@ -82,6 +82,9 @@ func (a *Agent) Run(ctx context.Context) {
 		select {
 		case tr := <-transitions:
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
+			if tr.State == health.Draining {
+				a.Log.Warn("API server is shutting down, handing the VIP over")
+			}
 			reason := tr.Last.Reason
 			if reason == "" {
 				reason = fmt.Sprintf("status %d", tr.Last.Status)

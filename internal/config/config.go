@@ -11,23 +11,25 @@ import (
 // overrides it (flag tag). An empty value means "not set" (the default
 // applies), except where the field is tagged empty:"off".
 type Config struct {
-	VIPAddress     PrefixList    `envconfig:"NOVAEDGE_CP_VIP_ADDRESS" flag:"vip-address" required:"true" desc:"VIP in CIDR form (192.0.2.100/32); a comma-separated list of at most one IPv4 and one IPv6 prefix gives a dual-stack VIP."`
-	Interface      string        `envconfig:"NOVAEDGE_CP_VIP_INTERFACE" flag:"interface" desc:"L2: interface to bind the VIP on; empty = the up interface with an address whose subnet holds the VIP, else the one holding the default route. BGP: the VIP goes on lo unless set."`
-	APIPort        uint16        `envconfig:"NOVAEDGE_CP_VIP_API_PORT" flag:"api-port" default:"6443" desc:"Port of the local kube-apiserver."`
-	HealthInterval time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_INTERVAL" flag:"health-interval" default:"1s" desc:"Time between two health checks of https://localhost:PORT/livez."`
-	HealthTimeout  time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT" flag:"health-timeout" default:"3s" desc:"Timeout of one health check request."`
-	FailThreshold  int           `envconfig:"NOVAEDGE_CP_VIP_FAIL_THRESHOLD" flag:"fail-threshold" default:"3" desc:"Consecutive failed checks before the node is unhealthy and releases the VIP."`
-	RiseThreshold  int           `envconfig:"NOVAEDGE_CP_VIP_RISE_THRESHOLD" flag:"rise-threshold" default:"1" desc:"Consecutive successful checks before the node is healthy and may (re)claim the VIP."`
-	SATokenPath    string        `envconfig:"NOVAEDGE_CP_VIP_SA_TOKEN_PATH" flag:"sa-token-path" default:"/var/run/secrets/kubernetes.io/serviceaccount/token" desc:"Bearer token file. Present: sent as Authorization: Bearer and only 200 is healthy. Absent: 200 and 401 are healthy."`
-	CAFile         string        `envconfig:"NOVAEDGE_CP_VIP_CA_FILE" flag:"ca-file" desc:"If set, verify the apiserver certificate against this CA bundle; else verification is skipped (the request never leaves loopback)."`
-	Mode           Mode          `envconfig:"NOVAEDGE_CP_VIP_MODE" flag:"mode" default:"l2" desc:"l2 (VRRP election, ARP/NDP) or bgp (every healthy node announces the VIP)."`
-	VRID           int           `envconfig:"NOVAEDGE_CP_VIP_VRID" flag:"vrid" default:"51" desc:"L2: VRRP virtual router id 1-255, the same on all nodes of one VIP."`
-	Priority       int           `envconfig:"NOVAEDGE_CP_VIP_PRIORITY" flag:"priority" default:"100" desc:"L2: VRRP priority 1-254."`
-	AdvertInterval time.Duration `envconfig:"NOVAEDGE_CP_VIP_ADVERT_INTERVAL" flag:"advert-interval" default:"1s" desc:"L2: VRRP advertisement interval, 10ms-40.95s in steps of 10ms."`
-	Preempt        bool          `envconfig:"NOVAEDGE_CP_VIP_PREEMPT" flag:"preempt" default:"false" desc:"L2: a higher-priority node takes the VIP back from a lower-priority master."`
-	Peers          AddrList      `envconfig:"NOVAEDGE_CP_VIP_PEERS" flag:"peers" desc:"L2: unicast VRRP peers (comma-separated addresses); empty = multicast 224.0.0.18 / ff02::12."`
-	GARPRepeat     int           `envconfig:"NOVAEDGE_CP_VIP_GARP_REPEAT" flag:"garp-repeat" default:"3" desc:"L2: announcements (gratuitous ARP / unsolicited NA) sent on takeover, 1.1s apart, 1-100."`
-	GARPRefresh    time.Duration `envconfig:"NOVAEDGE_CP_VIP_GARP_REFRESH" flag:"garp-refresh" default:"0s" desc:"L2: periodic re-announcement while holding the VIP; 0 = off, else at least 1s."`
+	VIPAddress         PrefixList    `envconfig:"NOVAEDGE_CP_VIP_ADDRESS" flag:"vip-address" required:"true" desc:"VIP in CIDR form (192.0.2.100/32); a comma-separated list of at most one IPv4 and one IPv6 prefix gives a dual-stack VIP."`
+	Interface          string        `envconfig:"NOVAEDGE_CP_VIP_INTERFACE" flag:"interface" desc:"L2: interface to bind the VIP on; empty = the up interface with an address whose subnet holds the VIP, else the one holding the default route. BGP: the VIP goes on lo unless set."`
+	APIPort            uint16        `envconfig:"NOVAEDGE_CP_VIP_API_PORT" flag:"api-port" default:"6443" desc:"Port of the local kube-apiserver."`
+	HealthInterval     time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_INTERVAL" flag:"health-interval" default:"1s" desc:"Time between two health checks of https://localhost:PORT/livez."`
+	HealthFastInterval time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_FAST_INTERVAL" flag:"health-fast-interval" default:"100ms" desc:"Time between checks after a failed one, until FAIL_THRESHOLD decides (HAProxy's fastinter), so a dead apiserver is noticed in a fraction of HEALTH_INTERVAL x FAIL_THRESHOLD; 0 = HEALTH_INTERVAL. A check also runs at once when the apiserver closes the kept connection."`
+	HealthTimeout      time.Duration `envconfig:"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT" flag:"health-timeout" default:"3s" desc:"Timeout of one health check request."`
+	Drain              bool          `envconfig:"NOVAEDGE_CP_VIP_DRAIN" flag:"drain" default:"true" desc:"Hand the VIP over as soon as the local apiserver begins a graceful shutdown (its /readyz shutdown check fails while /livez still passes, for --shutdown-delay-duration): L2 priority 0, BGP withdraw. Checks then ask /readyz first and /livez only when /readyz fails for another reason."`
+	FailThreshold      int           `envconfig:"NOVAEDGE_CP_VIP_FAIL_THRESHOLD" flag:"fail-threshold" default:"3" desc:"Consecutive failed checks before the node is unhealthy and releases the VIP."`
+	RiseThreshold      int           `envconfig:"NOVAEDGE_CP_VIP_RISE_THRESHOLD" flag:"rise-threshold" default:"1" desc:"Consecutive successful checks before the node is healthy and may (re)claim the VIP."`
+	SATokenPath        string        `envconfig:"NOVAEDGE_CP_VIP_SA_TOKEN_PATH" flag:"sa-token-path" default:"/var/run/secrets/kubernetes.io/serviceaccount/token" desc:"Bearer token file. Present: sent as Authorization: Bearer and only 200 is healthy. Absent: 200 and 401 are healthy."`
+	CAFile             string        `envconfig:"NOVAEDGE_CP_VIP_CA_FILE" flag:"ca-file" desc:"If set, verify the apiserver certificate against this CA bundle; else verification is skipped (the request never leaves loopback)."`
+	Mode               Mode          `envconfig:"NOVAEDGE_CP_VIP_MODE" flag:"mode" default:"l2" desc:"l2 (VRRP election, ARP/NDP) or bgp (every healthy node announces the VIP)."`
+	VRID               int           `envconfig:"NOVAEDGE_CP_VIP_VRID" flag:"vrid" default:"51" desc:"L2: VRRP virtual router id 1-255, the same on all nodes of one VIP."`
+	Priority           int           `envconfig:"NOVAEDGE_CP_VIP_PRIORITY" flag:"priority" default:"100" desc:"L2: VRRP priority 1-254."`
+	AdvertInterval     time.Duration `envconfig:"NOVAEDGE_CP_VIP_ADVERT_INTERVAL" flag:"advert-interval" default:"1s" desc:"L2: VRRP advertisement interval, 10ms-40.95s in steps of 10ms."`
+	Preempt            bool          `envconfig:"NOVAEDGE_CP_VIP_PREEMPT" flag:"preempt" default:"false" desc:"L2: a higher-priority node takes the VIP back from a lower-priority master."`
+	Peers              AddrList      `envconfig:"NOVAEDGE_CP_VIP_PEERS" flag:"peers" desc:"L2: unicast VRRP peers (comma-separated addresses); empty = multicast 224.0.0.18 / ff02::12."`
+	GARPRepeat         int           `envconfig:"NOVAEDGE_CP_VIP_GARP_REPEAT" flag:"garp-repeat" default:"3" desc:"L2: announcements (gratuitous ARP / unsolicited NA) sent on takeover, 1.1s apart, 1-100."`
+	GARPRefresh        time.Duration `envconfig:"NOVAEDGE_CP_VIP_GARP_REFRESH" flag:"garp-refresh" default:"0s" desc:"L2: periodic re-announcement while holding the VIP; 0 = off, else at least 1s."`
 
 	BGPLocalAS     uint32        `envconfig:"NOVAEDGE_BGP_LOCAL_AS" flag:"bgp-local-as" desc:"BGP: local AS number (required in bgp mode)."`
 	BGPRouterID    netip.Addr    `envconfig:"NOVAEDGE_BGP_ROUTER_ID" flag:"bgp-router-id" desc:"BGP: router id in IPv4 form (required in bgp mode)."`
@@ -55,4 +57,13 @@ type Config struct {
 // APIServerURL is the health endpoint of the local kube-apiserver.
 func (c *Config) APIServerURL() string {
 	return "https://localhost:" + strconv.Itoa(int(c.APIPort)) + "/livez"
+}
+
+// APIServerReadyURL is the readiness endpoint whose shutdown check tells a
+// drain; empty when drain detection is off.
+func (c *Config) APIServerReadyURL() string {
+	if !c.Drain {
+		return ""
+	}
+	return "https://localhost:" + strconv.Itoa(int(c.APIPort)) + "/readyz"
 }

@@ -50,7 +50,8 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
-		HealthInterval: time.Second, HealthTimeout: 3 * time.Second, FailThreshold: 3, RiseThreshold: 1,
+		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true,
+		FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", Mode: ModeL2, VRID: 51,
 		Priority: 100, AdvertInterval: time.Second, GARPRepeat: 3, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
@@ -213,8 +214,10 @@ func TestFieldsComplete(t *testing.T) {
 		}
 		seenEnv[f.Env], seenFlag[f.Flag] = true, true
 	}
-	if len(Fields()) != 36 {
-		t.Errorf("%d variables, the spec has 36", len(Fields()))
+	// The spec's table (36) plus the drain switch and the fast re-check
+	// interval that its health section asks for.
+	if len(Fields()) != 38 {
+		t.Errorf("%d variables, want the spec's 36 + 2", len(Fields()))
 	}
 }
 

@@ -50,6 +50,8 @@ func (c *Config) validateHealth() error {
 		return errorf("APIPort", c.APIPort, "must be 1-65535")
 	case c.HealthInterval < 10*time.Millisecond:
 		return errorf("HealthInterval", c.HealthInterval, "must be at least 10ms")
+	case c.HealthFastInterval != 0 && c.HealthFastInterval < 10*time.Millisecond:
+		return errorf("HealthFastInterval", c.HealthFastInterval, "must be 0 (off) or at least 10ms")
 	case c.HealthTimeout < time.Millisecond:
 		return errorf("HealthTimeout", c.HealthTimeout, "must be at least 1ms")
 	case c.FailThreshold < 1 || c.FailThreshold > 1000:

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -15,8 +17,13 @@ import (
 
 // Config is what a Checker needs; cmd fills it from config.Config.
 type Config struct {
-	URL           string
-	Interval      time.Duration
+	URL      string // the liveness endpoint, https://localhost:6443/livez
+	ReadyURL string // the readiness endpoint whose shutdown check tells a drain; empty = no drain detection
+	Interval time.Duration
+	// FastInterval is the time between checks after a failed one, until the
+	// thresholds decide (HAProxy's fastinter); 0 or more than Interval =
+	// Interval.
+	FastInterval  time.Duration
 	Timeout       time.Duration
 	FailThreshold int
 	RiseThreshold int
@@ -27,6 +34,7 @@ type Config struct {
 // Result is the outcome of one check.
 type Result struct {
 	OK       bool
+	Draining bool   // the apiserver has begun a graceful shutdown (OK is false)
 	Status   int    // HTTP status, 0 when no answer
 	Reason   string // why it failed; empty when OK
 	Duration time.Duration
@@ -43,6 +51,8 @@ type Transition struct {
 type Checker struct {
 	cfg     Config
 	probe   *probe
+	live    *url.URL
+	ready   *url.URL // nil: no drain detection
 	tokens  *tokenSource
 	log     *slog.Logger
 	thr     thresholds
@@ -91,16 +101,35 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ready *url.URL
+	if cfg.ReadyURL != "" {
+		if ready, err = url.Parse(cfg.ReadyURL); err != nil || ready.Host != p.url.Host {
+			return nil, fmt.Errorf("readiness URL %q: not on the server of %q", cfg.ReadyURL, cfg.URL)
+		}
+	}
 	return &Checker{
 		cfg:    cfg,
 		probe:  p,
+		live:   p.url,
+		ready:  ready,
 		tokens: newTokenSource(cfg.TokenPath, now),
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
 	}, nil
 }
 
-// Check performs one request and classifies its answer.
+// shutdownFailed is how kube-apiserver's /readyz lists its failed shutdown
+// check; its body lists every check when any fails, verbose or not.
+var shutdownFailed = []byte("[-]shutdown failed")
+
+// Check asks the apiserver and classifies its answer. With drain detection
+// it asks /readyz first: 200 is healthy (readyz runs every livez check and
+// more), a failed shutdown check is a drain, 401 and 403 are what /livez
+// would answer too (authentication and RBAC treat both paths alike), and no
+// answer is a failure as it would be for /livez (the one readyz check that
+// can block, etcd-readiness, asks etcd as livez's etcd check does). Any
+// other answer — readyz failing for etcd, informers — leaves the verdict to
+// /livez. So a healthy apiserver costs one request per check, as before.
 func (c *Checker) Check(ctx context.Context) Result {
 	tok := c.tokens.get()
 	c.logTokenError(tok.err)
@@ -111,7 +140,19 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if tok.value != "" {
 		header.Set("Authorization", "Bearer "+tok.value)
 	}
-	status, err := c.probe.get(ctx, header)
+	u := c.live
+	if c.ready != nil {
+		u = c.ready
+	}
+	status, err := c.probe.get(ctx, u, header)
+	if err == nil && u == c.ready {
+		switch {
+		case status == http.StatusInternalServerError && bytes.Contains(c.probe.body, shutdownFailed):
+			return Result{Draining: true, Status: status, Reason: "the apiserver is shutting down (/readyz: shutdown check failed)", Duration: time.Since(start)}
+		case status != http.StatusOK && status != http.StatusUnauthorized && status != http.StatusForbidden:
+			status, err = c.probe.get(ctx, c.live, header)
+		}
+	}
 	d := time.Since(start)
 	if err != nil {
 		reason := err.Error()
@@ -151,23 +192,36 @@ func (c *Checker) logTokenError(err error) {
 }
 
 // Run checks every Interval until ctx ends and sends each state change to out.
-// The first check starts at once. A check that outlasts the interval delays
-// the next one: never two in flight.
+// The first check starts at once. After a failed check the next ones come
+// every FastInterval until the thresholds decide; and a check runs at once
+// when the apiserver closes the kept connection (its process died or is
+// shutting down). A check that outlasts the interval delays the next one:
+// never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
-	t := time.NewTicker(c.cfg.Interval)
-	defer t.Stop()
 	for {
+		start := time.Now()
 		r := c.Check(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		c.observe(ctx, r, out)
-		select {
-		case <-ctx.Done():
+		if c.probe.idle(ctx, start.Add(c.nextInterval())) {
+			c.log.Debug("API server closed the kept connection, checking now")
+		}
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
 		}
 	}
+}
+
+// nextInterval is FastInterval while failures are being counted towards
+// the threshold, else Interval.
+func (c *Checker) nextInterval() time.Duration {
+	fast := c.cfg.FastInterval
+	if c.thr.failRun > 0 && c.thr.state != Unhealthy && fast > 0 && fast < c.cfg.Interval {
+		return fast
+	}
+	return c.cfg.Interval
 }
 
 func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) {
@@ -175,7 +229,13 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.OnResult(r)
 	}
 	prev := c.thr.state
-	state, changed := c.thr.observe(r.OK)
+	var state State
+	var changed bool
+	if r.Draining {
+		state, changed = c.thr.drain()
+	} else {
+		state, changed = c.thr.observe(r.OK)
+	}
 	c.mu.Lock()
 	c.stats.State, c.stats.Last = state, r
 	if r.OK {
@@ -184,7 +244,7 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.stats.Failure++
 	}
 	c.mu.Unlock()
-	if !r.OK {
+	if !r.OK && !r.Draining {
 		lvl := slog.LevelDebug
 		if prev == Healthy {
 			lvl = slog.LevelWarn

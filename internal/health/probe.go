@@ -2,6 +2,7 @@ package health
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -14,17 +15,19 @@ import (
 	"time"
 )
 
-// probe asks one URL over one kept HTTPS connection, all on the caller's
-// goroutine: the request is written and its answer read right there.
-// net/http's client hands every request to a writer and a reader goroutine
-// of the connection; those hand-overs were most of the idle daemon's CPU
-// time. A probe is used by one goroutine at a time.
+// probe asks URLs of one server over one kept HTTPS connection, all on the
+// caller's goroutine: the request is written and its answer read right
+// there. net/http's client hands every request to a writer and a reader
+// goroutine of the connection; those hand-overs were most of the idle
+// daemon's CPU time. A probe is used by one goroutine at a time.
 type probe struct {
-	url  *url.URL
-	tls  *tls.Config
-	conn *tls.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	url   *url.URL // the liveness URL; its host is the server every request goes to
+	tls   *tls.Config
+	conn  *tls.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	body  []byte      // the last answer's body, up to maxBody, reused
+	timer *time.Timer // idle's wait when no connection is kept
 }
 
 // maxBody is how much of an answer's body is read (and thrown away) so the
@@ -44,12 +47,13 @@ func newProbe(rawURL string, tlsCfg *tls.Config) (*probe, error) {
 	return &probe{url: u, tls: cfg}, nil
 }
 
-// get sends GET with the headers and returns the answer's status. A kept
-// connection the server has closed meanwhile is replaced once, as net/http
-// does for idempotent requests. Past ctx's deadline the error is
-// context.DeadlineExceeded.
-func (p *probe) get(ctx context.Context, header http.Header) (int, error) {
-	req := &http.Request{Method: http.MethodGet, URL: p.url, Host: p.url.Host, Header: header,
+// get sends GET u (a URL of the probe's server) with the headers and returns
+// the answer's status; the body's first maxBody bytes stay in p.body until
+// the next request. A kept connection the server has closed meanwhile is
+// replaced once, as net/http does for idempotent requests. Past ctx's
+// deadline the error is context.DeadlineExceeded.
+func (p *probe) get(ctx context.Context, u *url.URL, header http.Header) (int, error) {
+	req := &http.Request{Method: http.MethodGet, URL: u, Host: p.url.Host, Header: header,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	for attempt := 0; ; attempt++ {
 		reused := p.conn != nil
@@ -100,12 +104,46 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, _ := io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody+1))
+	buf := bytes.NewBuffer(p.body[:0])
+	n, _ := io.Copy(buf, io.LimitReader(resp.Body, maxBody+1))
 	resp.Body.Close()
+	p.body = buf.Bytes()
 	if resp.Close || n > maxBody {
 		p.close()
 	}
 	return resp.StatusCode, nil
+}
+
+// idle waits until the time until, or less: it returns early, reporting
+// closed, when the server closes the kept connection (or sends on it,
+// which HTTP/1.1 never does between answers). A server process that dies
+// or begins to shut down closes its connections at once, so this notices a
+// dead apiserver without a check and without a goroutine: the wait is a
+// read with a deadline on the caller's goroutine.
+func (p *probe) idle(ctx context.Context, until time.Time) (closed bool) {
+	conn := p.conn
+	if conn == nil {
+		if p.timer == nil {
+			p.timer = time.NewTimer(time.Until(until))
+		} else {
+			p.timer.Reset(time.Until(until))
+		}
+		select {
+		case <-ctx.Done():
+			p.timer.Stop()
+		case <-p.timer.C:
+		}
+		return false
+	}
+	_ = conn.SetReadDeadline(until)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	_, err := p.br.Peek(1)
+	stop()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	p.close()
+	return ctx.Err() == nil
 }
 
 func (p *probe) dial(ctx context.Context) error {

@@ -9,6 +9,9 @@ const (
 	Unknown State = iota
 	Healthy
 	Unhealthy
+	// Draining: the apiserver has begun a graceful shutdown; it still
+	// serves, but the node hands the VIP over now.
+	Draining
 )
 
 // String returns the state's name.
@@ -18,6 +21,8 @@ func (s State) String() string {
 		return "healthy"
 	case Unhealthy:
 		return "unhealthy"
+	case Draining:
+		return "draining"
 	default:
 		return "unknown"
 	}
@@ -47,4 +52,13 @@ func (t *thresholds) observe(ok bool) (State, bool) {
 	changed := next != t.state
 	t.state = next
 	return next, changed
+}
+
+// drain records a check that saw the apiserver shutting down: certain at
+// once, no threshold. Failures after it count towards Unhealthy as usual.
+func (t *thresholds) drain() (State, bool) {
+	t.okRun, t.failRun = 0, 0
+	changed := t.state != Draining
+	t.state = Draining
+	return Draining, changed
 }

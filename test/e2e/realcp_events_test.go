@@ -255,3 +255,37 @@ func TestRealEtcdTrouble(t *testing.T) {
 	figure(t, "real etcd, quorum back to a VIP holder", d)
 	waitFirstOK(t, probe, back, 30*time.Second)
 }
+
+// TestRealDrainHandover: the holder's apiserver gets SIGTERM with
+// --shutdown-delay-duration=2s; its /readyz fails at once while it keeps
+// serving, and the node hands the VIP over before the port closes.
+func TestRealDrainHandover(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{ShutdownDelay: 2 * time.Second})
+	c.startControlPlane(t)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	probe, err := c.cp.StartProbe(c.client, realServer, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	term := time.Now()
+	if err := c.cp.SignalAPIServer(holder, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	next, d := c.waitHolder(t, vip4, holder, 10*time.Second)
+	figure(t, fmt.Sprintf("real drain: holder %s's apiserver SIGTERMed (shutdown delay 2 s) to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
+	if code, err := c.cp.APIServer(holder).Wait(30 * time.Second); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("the apiserver exited with %d after %s", code, time.Since(term).Round(time.Millisecond))
+	}
+	if d >= 2*time.Second {
+		t.Errorf("the VIP moved %s after SIGTERM: not within the shutdown delay", d)
+	}
+	waitLine(t, c.procs[holder], 0, "API server is shutting down, handing the VIP over")
+	time.Sleep(time.Second)
+	ss := lab.Samples(probe)
+	ok, failed, firstErr := lab.RequestCounts(ss, term, time.Now())
+	t.Logf("FIGURE real drain handover: %d requests failed, %d succeeded (first error %q); requests: %s", failed, ok, firstErr, lab.RequestRuns(ss, term, time.Now()))
+}
