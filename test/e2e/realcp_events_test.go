@@ -26,7 +26,8 @@ func writeToken(t testing.TB, path, tok string) {
 	}
 }
 
-// waitAudit waits until node i's apiserver has answered /livez to user with
+// waitAudit waits until node i's apiserver has answered a health check
+// (/readyz, or /livez with drain detection off) to user with
 // code, at or after from, and returns when. A request refused by
 // authentication is audited without a user: user "" matches any.
 func (c *realCluster) waitAudit(t testing.TB, i int, user string, code int, from time.Time, within time.Duration) time.Time {
@@ -38,12 +39,13 @@ func (c *realCluster) waitAudit(t testing.TB, i int, user string, code int, from
 			return err
 		}
 		for _, e := range events {
-			if (user == "" || e.User == user) && e.Code == code && strings.HasPrefix(e.URI, "/livez") && !e.Time.Before(from) {
+			health := strings.HasPrefix(e.URI, "/livez") || strings.HasPrefix(e.URI, "/readyz")
+			if (user == "" || e.User == user) && e.Code == code && health && !e.Time.Before(from) {
 				at = e.Time
 				return nil
 			}
 		}
-		return fmt.Errorf("no /livez from %s answered %d by %s", user, code, c.nodes[i].Name)
+		return fmt.Errorf("no health check from %q answered %d by %s", user, code, c.nodes[i].Name)
 	})
 	if err != nil {
 		t.Fatal(err)

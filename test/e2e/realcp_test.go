@@ -40,10 +40,15 @@ func realBinaries(t testing.TB) lab.RealBinaries {
 }
 
 func newRealCluster(t testing.TB, n int, opts lab.APIServerOptions, extra ...string) *realCluster {
+	return newRealClusterOf(t, n, []netip.Addr{vip4.Addr(), vip6.Addr()}, opts, extra...)
+}
+
+// newRealClusterOf is newRealCluster with the VIPs the serving certificates name.
+func newRealClusterOf(t testing.TB, n int, vips []netip.Addr, opts lab.APIServerOptions, extra ...string) *realCluster {
 	t.Helper()
 	bin := realBinaries(t)
 	c := newClusterOf(t, n, false, append(append([]string{}, realEnv...), extra...)...)
-	cp, err := lab.NewControlPlane(c.Lab, bin, c.nodes, []netip.Addr{vip4.Addr(), vip6.Addr()}, opts)
+	cp, err := lab.NewControlPlane(c.Lab, bin, c.nodes, vips, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

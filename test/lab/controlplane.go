@@ -203,6 +203,10 @@ func (c *ControlPlane) StartAPIServer(i int) error {
 	return err
 }
 
+// SetShutdownDelay changes --shutdown-delay-duration for the apiservers
+// started from now on.
+func (c *ControlPlane) SetShutdownDelay(d time.Duration) { c.opts.ShutdownDelay = d }
+
 // Start starts every etcd member, then every apiserver.
 func (c *ControlPlane) Start() error {
 	for i := range c.nodes {

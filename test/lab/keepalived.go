@@ -14,6 +14,10 @@ type Keepalived struct {
 	Advert   string // advert_int in seconds, like "0.1"
 	VIP      string // like 192.0.2.100/32
 	Preempt  bool
+	// Check, when set, is a vrrp_script command tracked by the instance,
+	// run every CheckInterval seconds, with fall, rise and weight.
+	Check                             string
+	CheckInterval, Fall, Rise, Weight int
 }
 
 // config renders keepalived.conf. vrrp_version 3 goes in global_defs:
@@ -22,10 +26,17 @@ type Keepalived struct {
 func (k Keepalived) config(name string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "global_defs {\n  router_id %s\n  vrrp_version 3\n  script_user root\n  enable_script_security\n}\n", name)
+	if k.Check != "" {
+		fmt.Fprintf(&b, "vrrp_script check_apiserver {\n  script \"%s\"\n  interval %d\n  weight %d\n  fall %d\n  rise %d\n}\n",
+			k.Check, k.CheckInterval, k.Weight, k.Fall, k.Rise)
+	}
 	fmt.Fprintf(&b, "vrrp_instance VI_%d {\n  state BACKUP\n  interface eth0\n  virtual_router_id %d\n  priority %d\n  advert_int %s\n",
 		k.VRID, k.VRID, k.Priority, k.Advert)
 	if !k.Preempt {
 		b.WriteString("  nopreempt\n")
+	}
+	if k.Check != "" {
+		b.WriteString("  track_script {\n    check_apiserver\n  }\n")
 	}
 	fmt.Fprintf(&b, "  virtual_ipaddress {\n    %s dev eth0\n  }\n}\n", k.VIP)
 	return b.String()

@@ -9,6 +9,7 @@ declare -A want=(
   [tcpdump]=tcpdump
   [tshark]=tshark
   [ping]=iputils-ping
+  [curl]=curl
   [keepalived]=keepalived
   [vtysh]=frr
   [bird]=bird2

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// realGroup is one VIP on the real control plane's three nodes: ours or
+// keepalived's, with the client's probe through it.
+type realGroup struct {
+	tool  string
+	vip   netip.Prefix
+	probe *lab.Process
+}
+
+func (g *realGroup) holder(c *realCluster) (int, error) {
+	for i, n := range c.nodes {
+		if _, ok, err := n.Has(g.vip); err != nil {
+			return -1, err
+		} else if ok {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%s: nobody holds %s", g.tool, g.vip)
+}
+
+// settled waits until every apiserver is live and the group's client has
+// succeeded for a second.
+func (g *realGroup) settled(c *realCluster) error {
+	for i := range c.nodes {
+		if err := c.cp.WaitLive(i, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return lab.Eventually(time.Minute, func() error {
+		now := time.Now()
+		ss := lab.Samples(g.probe)
+		ok, failed, _ := lab.RequestCounts(ss, now.Add(-time.Second), now)
+		if failed > 0 || ok < 20 {
+			return fmt.Errorf("%s: %d ok, %d failed in the last second", g.tool, ok, failed)
+		}
+		return nil
+	})
+}
+
+// realTrials is BENCH_TRIALS capped at 10: a trial waits for an apiserver
+// to restart (about 7 s).
+func realTrials() int { return min(benchTrials(), 10) }
+
+// kubeadmKeepalived is keepalived as the kubeadm high-availability guide
+// configures it (ha-considerations: vrrp_script every 3 s, weight -2, fall
+// 10, rise 2, priorities 101 / 100), its check script's curl run directly
+// (the guide's script exits non-zero only when curl does), against the
+// apiserver itself rather than a local haproxy.
+func kubeadmKeepalived(vrid int, vip netip.Prefix, priority int) lab.Keepalived {
+	return lab.Keepalived{VRID: vrid, Priority: priority, Advert: "1", VIP: vip.String(), Preempt: true,
+		Check:         "/usr/bin/curl --silent --max-time 2 --insecure https://localhost:6443/ -o /dev/null",
+		CheckInterval: 3, Weight: -2, Fall: 10, Rise: 2}
+}
+
+// BenchmarkRealControlPlane measures, on a real control plane (three nodes,
+// each an etcd member and a kube-apiserver v1.34), what a client-go client
+// sending a request through the VIP every 10 ms sees, for ours at the
+// defaults (VIP 192.0.2.100) and keepalived as the kubeadm guide sets it up
+// (192.0.2.101) on the same nodes at the same time:
+//
+//   - a rolling restart of the three apiservers (SIGTERM with
+//     --shutdown-delay-duration=2s, the next when the previous is live):
+//     failed requests per rolling restart;
+//   - the holder's apiserver SIGKILLed and restarted at once (as kubelet
+//     does): client outage;
+//   - the holder's apiserver SIGTERMed with no shutdown delay (kubeadm's
+//     default) and restarted: client outage.
+func BenchmarkRealControlPlane(b *testing.B) {
+	needKeepalived(b)
+	vipKA := netip.MustParsePrefix("192.0.2.101/32")
+	c := newRealClusterOf(b, 3, []netip.Addr{vip4.Addr(), vipKA.Addr()}, lab.APIServerOptions{ShutdownDelay: 2 * time.Second},
+		"NOVAEDGE_CP_VIP_ADDRESS="+vip4.String(), "NOVAEDGE_CP_VIP_VRID=61", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s", "NOVAEDGE_CP_VIP_LOG_LEVEL=info")
+	quiet(c.Lab)
+	c.startControlPlane(b)
+	c.startAll(b)
+	for i, n := range c.nodes {
+		prio := 100
+		if i == 0 {
+			prio = 101
+		}
+		if _, err := n.StartKeepalived(c.dir, kubeadmKeepalived(62, vipKA, prio)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	groups := []*realGroup{{tool: toolOurs, vip: vip4}, {tool: toolKeepalived + " (kubeadm guide)", vip: vipKA}}
+	for _, g := range groups {
+		var err error
+		if g.probe, err = c.cp.StartProbe(c.client, "https://"+g.vip.Addr().String()+":6443", 3*time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		if err := g.settled(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const (
+		rowRolling = "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), L2 defaults: failed requests"
+		rowKill    = "real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage"
+		rowTerm0   = "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage"
+	)
+	trials := realTrials()
+	b.ResetTimer()
+	for range b.N {
+		// Rolling restarts: both VIPs see the same restarts.
+		failed := map[string][]float64{}
+		for trial := range max(1, trials/3) {
+			start := time.Now()
+			for i := range c.nodes {
+				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, g := range groups {
+				if err := g.settled(c); err != nil {
+					b.Fatal(err)
+				}
+				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
+				failed[g.tool] = append(failed[g.tool], float64(n))
+				b.Logf("rolling restart %d, %s: %d failed requests", trial+1, g.tool, n)
+			}
+		}
+		recordReal(b, rowRolling, "requests", groups, func(tool string) Figure { return countFigure(failed[tool]) })
+
+		c.cp.SetShutdownDelay(0)
+		for i := range c.nodes { // the new flag, unmeasured
+			if err := c.restartAPIServer(i, syscall.SIGKILL); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, row := range []struct {
+			name string
+			sig  syscall.Signal
+		}{{rowKill, syscall.SIGKILL}, {rowTerm0, syscall.SIGTERM}} {
+			outages := map[string][]time.Duration{}
+			for trial := range trials {
+				for _, g := range groups {
+					d, err := c.holderTrial(g, row.sig)
+					if err != nil {
+						b.Fatalf("%s, %s, trial %d: %v", row.name, g.tool, trial+1, err)
+					}
+					outages[g.tool] = append(outages[g.tool], d)
+					b.Logf("%s, %s, trial %d: outage %s", row.name, g.tool, trial+1, d.Round(time.Millisecond))
+				}
+			}
+			recordReal(b, row.name, "ms", groups, func(tool string) Figure { return durFigure(outages[tool]) })
+		}
+	}
+}
+
+// restartAPIServer ends node i's apiserver with sig, waits for it to exit,
+// starts it again at once (as kubelet restarts a static pod) and waits until
+// it is live.
+func (c *realCluster) restartAPIServer(i int, sig syscall.Signal) error {
+	if err := c.cp.SignalAPIServer(i, sig); err != nil {
+		return err
+	}
+	if _, err := c.cp.APIServer(i).Wait(time.Minute); err != nil {
+		return err
+	}
+	if err := c.cp.StartAPIServer(i); err != nil {
+		return err
+	}
+	return c.cp.WaitLive(i, 2*time.Minute)
+}
+
+// holderTrial restarts the apiserver of the group's holder with sig and
+// returns the outage its client saw.
+func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal) (time.Duration, error) {
+	h, err := g.holder(c)
+	if err != nil {
+		return 0, err
+	}
+	fault := time.Now()
+	if err := c.restartAPIServer(h, sig); err != nil {
+		return 0, err
+	}
+	if err := g.settled(c); err != nil {
+		return 0, err
+	}
+	return lab.FailedSpan(lab.Samples(g.probe), fault, time.Now()), nil
+}
+
+// recordReal records one row with ours and keepalived's figures.
+func recordReal(b *testing.B, name, unit string, groups []*realGroup, fig func(tool string) Figure) {
+	r := Row{Name: name, Unit: unit, Ours: fig(groups[0].tool)}
+	for _, g := range groups[1:] {
+		r.Others = append(r.Others, Compared{Tool: g.tool, Figure: fig(g.tool)})
+	}
+	b.Logf("%s: ours %+v, others %+v", name, r.Ours, r.Others)
+	record(b, r)
+}
+
+// countFigure summarises counts: median and 95th percentile (nearest rank).
+func countFigure(xs []float64) Figure {
+	if len(xs) == 0 {
+		return Figure{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := func(q float64) float64 { return s[min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)] }
+	return Figure{Median: rank(0.5), P95: rank(0.95), N: len(s)}
+}
