@@ -60,7 +60,7 @@ test: deps lint unit e2e
 # BENCH_TRIALS sets trials per row (default 20).
 bench: deps
 	rm -f bench/results.json
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m -v ./test/e2e 2>&1 | tee bench.log | grep -E '^Benchmark|: ours|BFD [0-9]+ ms x 3,|graceful stop:|CPU|FAIL|Error'; test $${PIPESTATUS[0]} -eq 0
+	$(WITH_REALCP) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v ./test/e2e 2>&1 | tee bench.log | grep -E '^Benchmark|: ours|BFD [0-9]+ ms x 3,|graceful stop:|CPU|FAIL|Error'; test $${PIPESTATUS[0]} -eq 0
 	$(GO) run ./test/tools/benchtable bench/results.json
 	@echo "timeline: bench/timeline.svg"
 

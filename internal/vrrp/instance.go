@@ -22,6 +22,9 @@ type Transport interface {
 	Close() error
 }
 
+// reasonShutdown is the reason of the transition the process's shutdown makes.
+const reasonShutdown = "shutting down"
+
 // refreshEvery is how often the instance checks its interface is still the same one.
 const refreshEvery = time.Second
 
@@ -63,6 +66,7 @@ type Instance struct {
 
 	lastReannounce time.Time                  // Run's goroutine only
 	announceAgain  bool                       // Run's goroutine only: start the again timer
+	handingOver    bool                       // Run's goroutine only: resigned, the VIP still bound
 	primary        atomic.Pointer[netip.Addr] // our source address, read by the reader goroutine
 
 	mu     sync.Mutex // guards status
@@ -79,6 +83,11 @@ const reannounceEvery = time.Second
 // neighbours on a MAC that no longer has the VIP until our next repeat, 1.1 s
 // later.
 const reannounceAgain = 100 * time.Millisecond
+
+// handoverWait is how long a master that resigned keeps the VIP bound while
+// no other master announces itself: a master-down interval and a little
+// more, after which no backup will take over.
+func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 
 // NewInstance returns an instance that is not yet a candidate.
 func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
@@ -132,6 +141,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	again := time.NewTimer(time.Hour)
 	again.Stop()
 	defer again.Stop()
+	handover := time.NewTimer(time.Hour)
+	handover.Stop()
+	defer handover.Stop()
 	for {
 		select {
 		case <-refresh.C:
@@ -140,15 +152,33 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			if i.m.State() == Master {
 				decide(i.cfg.VIP, true)
 			}
+		case <-handover.C:
+			i.handedOver(decide, "no other master announced itself")
 		case <-ctx.Done():
-			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
+			i.apply(i.m.Shutdown(time.Now(), reasonShutdown), decide)
+			i.handedOver(decide, "shutting down")
 			close(stop)
 			i.conn.Close()
 			<-readDone
 			return
 		case ok := <-i.candidate:
+			// Make before break: a master that resigns keeps the VIP bound
+			// until a backup has taken over, so that a client's packets in
+			// the skew time reach a node that answers — the draining
+			// apiserver serves them, a dead one's kernel refuses them at
+			// once — instead of vanishing into a SYN retransmission a
+			// second later.
+			resign := !ok && i.m.State() == Master
 			i.apply(i.m.SetCandidate(ok, time.Now()), decide)
+			if resign {
+				i.handingOver = true
+				handover.Reset(i.handoverWait())
+				i.log.Info("Keeping the VIP until another master announces itself", "at_most", i.handoverWait())
+			}
 		case p := <-packets:
+			if p.adv.Priority > 0 { // only a master advertises
+				i.handedOver(decide, "another master announced itself")
+			}
 			i.apply(i.m.Receive(p.adv, p.src, time.Now()), decide)
 		case <-timer.C:
 			i.apply(i.m.Timeout(time.Now()), decide)
@@ -227,10 +257,35 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 			from := i.Status().State
 			i.log.Info("VRRP state changed", "vrid", i.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
 			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = a.To, time.Now(), a.Reason })
-			decide(i.cfg.VIP, a.To == Master)
+			resigning := from == Master && a.To == Initialize && !i.shuttingDown(acts)
+			if !resigning { // a resigning master keeps the VIP: see Run
+				i.handingOver = false
+				decide(i.cfg.VIP, a.To == Master)
+			}
 		}
 	}
 	i.setStatus(func(s *Status) { s.Master = i.m.Master() })
+}
+
+// shuttingDown tells the process's shutdown from a resignation: both send
+// priority 0 and go to Initialize, only the shutdown says so.
+func (i *Instance) shuttingDown(acts []Action) bool {
+	for _, a := range acts {
+		if a.Changed && a.Reason == reasonShutdown {
+			return true
+		}
+	}
+	return false
+}
+
+// handedOver releases the VIP a resigned master kept, if it kept it.
+func (i *Instance) handedOver(decide func(netip.Prefix, bool), why string) {
+	if !i.handingOver {
+		return
+	}
+	i.handingOver = false
+	i.log.Info("Handing the VIP over", "reason", why)
+	decide(i.cfg.VIP, false)
 }
 
 // refresh reopens the transport on a re-created interface and takes a

@@ -129,3 +129,69 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 		}
 	}
 }
+
+// runInstance runs an instance on a fake transport until the test ends.
+func runInstance(t *testing.T, primary netip.Addr, interval time.Duration) (*Instance, *fakeTransport, *decisions) {
+	t.Helper()
+	tr := newFakeTransport(primary)
+	inst := NewInstance(Config{VIP: netip.MustParsePrefix("192.0.2.100/32"), VRID: 51, Priority: 100, Interval: interval}, tr,
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	d := &decisions{seen: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { inst.Run(ctx, d.decide); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return inst, tr, d
+}
+
+// waitDecisions waits until cond holds for the decisions so far.
+func waitDecisions(t *testing.T, d *decisions, what string, cond func([]bool) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !cond(d.snapshot()) {
+		select {
+		case <-d.seen:
+		case <-deadline:
+			t.Fatalf("%s: decisions %v", what, d.snapshot())
+		}
+	}
+}
+
+func last(h []bool) bool { return len(h) > 0 && h[len(h)-1] }
+
+// TestResignKeepsVIPUntilNewMaster: a master that stops being a candidate
+// sends priority 0 at once but keeps the VIP until another master
+// advertises (make before break), or until the handover wait passes.
+func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
+	inst.SetCandidate(true)
+	waitDecisions(t, d, "becoming master", last)
+	inst.SetCandidate(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tr.mu.Lock()
+		n := len(tr.sent)
+		zero := n > 0 && tr.sent[n-1].Priority == 0
+		tr.mu.Unlock()
+		if zero {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no priority-0 advertisement after resigning")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h := d.snapshot(); !last(h) {
+		t.Fatalf("decisions %v: the VIP went before another master announced itself", h)
+	}
+	vip := netip.MustParsePrefix("192.0.2.100/32").Addr()
+	tr.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 100, Interval: 10, Addresses: []netip.Addr{vip}}, src: netip.MustParseAddr("192.0.2.12")}
+	waitDecisions(t, d, "releasing once the new master advertised", func(h []bool) bool { return !last(h) })
+
+	// Nobody takes over: released after the handover wait all the same.
+	inst2, _, d2 := runInstance(t, netip.MustParseAddr("192.0.2.13"), 10*time.Millisecond)
+	inst2.SetCandidate(true)
+	waitDecisions(t, d2, "becoming master", last)
+	inst2.SetCandidate(false)
+	waitDecisions(t, d2, "releasing after the handover wait", func(h []bool) bool { return !last(h) })
+}
