@@ -65,6 +65,8 @@ type l2Series struct {
 	out   []time.Duration
 	probe []probe // the probes of the median trial, for the timeline
 	fault time.Time
+	// trials keeps every trial's probes until the median is known.
+	trials []trialProbes
 }
 
 // BenchmarkL2Failover measures the outage a client sees (TCP connects to the
@@ -155,35 +157,49 @@ func BenchmarkL2Failover(b *testing.B) {
 		b.Logf("%s: ours %+v, others %+v", row, r.Ours, r.Others)
 		record(b, r)
 	}
-	if err := writeTimeline(timelineFile, all); err != nil {
+	if err := writeTimeline(timelineFile, "Client TCP connects to the VIP every 10 ms across one failover", all); err != nil {
 		b.Error(err)
 	}
 }
 
 // run does the series' trials and keeps the probes of its median trial.
 func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error {
-	type kept struct {
-		probes []probe
-		fault  time.Time
-	}
-	var keep []kept
 	for trial := range trials {
 		d, probes, fault, err := s.trial(c)
 		if err != nil {
 			return fmt.Errorf("trial %d: %w", trial+1, err)
 		}
-		s.out = append(s.out, d)
-		keep = append(keep, kept{probes, fault})
+		s.keep(d, probes, fault)
 		logf("%s, %s, %s: trial %d outage %s", s.group.name, s.group.tool, s.kind.name, trial+1, d.Round(time.Millisecond))
 	}
+	s.median()
+	return nil
+}
+
+// keep records one trial's outage and probes.
+func (s *l2Series) keep(d time.Duration, probes []probe, fault time.Time) {
+	s.out = append(s.out, d)
+	s.trials = append(s.trials, trialProbes{probes, fault})
+}
+
+// median makes the probes of the median trial the series' timeline and returns the series.
+func (s *l2Series) median() *l2Series {
 	order := make([]int, len(s.out))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(s.out[a], s.out[b]) })
-	median := keep[order[(len(order)-1)/2]]
-	s.probe, s.fault = median.probes, median.fault
-	return nil
+	if len(order) > 0 {
+		m := s.trials[order[(len(order)-1)/2]]
+		s.probe, s.fault = m.probes, m.fault
+	}
+	return s
+}
+
+// trialProbes is one trial's probes and the time of its fault.
+type trialProbes struct {
+	probes []probe
+	fault  time.Time
 }
 
 // trial fails the group's holder while the client probes the VIP, and

@@ -49,9 +49,9 @@ func (g *realGroup) settled(c *realCluster) error {
 	})
 }
 
-// realTrials is BENCH_TRIALS capped at 10: a trial waits for an apiserver
-// to restart (about 7 s).
-func realTrials() int { return min(benchTrials(), 10) }
+// rollingTrials is how many rolling restarts (three handovers each) a
+// rolling-restart row makes: a quarter of BENCH_TRIALS, at least one.
+func rollingTrials() int { return max(1, benchTrials()/4) }
 
 // kubeadmKeepalived is keepalived as the kubeadm high-availability guide
 // configures it (ha-considerations: vrrp_script every 3 s, weight -2, fall
@@ -110,12 +110,11 @@ func BenchmarkRealControlPlane(b *testing.B) {
 		rowKill    = "real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage"
 		rowTerm0   = "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage"
 	)
-	trials := realTrials()
 	b.ResetTimer()
 	for range b.N {
 		// Rolling restarts: both VIPs see the same restarts.
 		failed := map[string][]float64{}
-		for trial := range max(1, trials/3) {
+		for trial := range rollingTrials() {
 			start := time.Now()
 			for i := range c.nodes {
 				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
@@ -139,25 +138,38 @@ func BenchmarkRealControlPlane(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		var timeline []*l2Series
 		for _, row := range []struct {
 			name string
 			sig  syscall.Signal
 		}{{rowKill, syscall.SIGKILL}, {rowTerm0, syscall.SIGTERM}} {
-			outages := map[string][]time.Duration{}
-			for trial := range trials {
+			series := map[string]*l2Series{}
+			for _, g := range groups {
+				series[g.tool] = &l2Series{row: row.name, group: failoverGroup{tool: g.tool}}
+			}
+			for trial := range benchTrials() {
 				for _, g := range groups {
-					d, err := c.holderTrial(g, row.sig)
+					d, probes, fault, err := c.holderTrial(g, row.sig)
 					if err != nil {
 						b.Fatalf("%s, %s, trial %d: %v", row.name, g.tool, trial+1, err)
 					}
-					outages[g.tool] = append(outages[g.tool], d)
+					series[g.tool].keep(d, probes, fault)
 					b.Logf("%s, %s, trial %d: outage %s", row.name, g.tool, trial+1, d.Round(time.Millisecond))
 				}
 			}
-			recordReal(b, row.name, "ms", groups, func(tool string) Figure { return durFigure(outages[tool]) })
+			recordReal(b, row.name, "ms", groups, func(tool string) Figure { return durFigure(series[tool].out) })
+			for _, g := range groups {
+				timeline = append(timeline, series[g.tool].median())
+			}
+		}
+		if err := writeTimeline(realTimelineFile, "client-go requests through the VIP every 10 ms, real control plane", timeline); err != nil {
+			b.Error(err)
 		}
 	}
 }
+
+// realTimelineFile is the plot of the real-control-plane rows.
+const realTimelineFile = "../../bench/timeline-real.svg"
 
 // restartAPIServer ends node i's apiserver with sig, waits for it to exit,
 // starts it again at once (as kubelet restarts a static pod) and waits until
@@ -176,20 +188,27 @@ func (c *realCluster) restartAPIServer(i int, sig syscall.Signal) error {
 }
 
 // holderTrial restarts the apiserver of the group's holder with sig and
-// returns the outage its client saw.
-func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal) (time.Duration, error) {
+// returns the outage its client saw, its requests as probes and the fault's time.
+func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal) (time.Duration, []probe, time.Time, error) {
 	h, err := g.holder(c)
 	if err != nil {
-		return 0, err
+		return 0, nil, time.Time{}, err
 	}
 	fault := time.Now()
 	if err := c.restartAPIServer(h, sig); err != nil {
-		return 0, err
+		return 0, nil, time.Time{}, err
 	}
 	if err := g.settled(c); err != nil {
-		return 0, err
+		return 0, nil, time.Time{}, err
 	}
-	return lab.FailedSpan(lab.Samples(g.probe), fault, time.Now()), nil
+	var probes []probe
+	ss := lab.Samples(g.probe)
+	for _, s := range ss {
+		if !s.At.Before(fault.Add(-time.Second)) {
+			probes = append(probes, probe{at: s.At, ok: s.OK})
+		}
+	}
+	return lab.FailedSpan(ss, fault, time.Now()), probes, fault, nil
 }
 
 // recordReal records one row with ours and keepalived's figures.
@@ -211,4 +230,55 @@ func countFigure(xs []float64) Figure {
 	slices.Sort(s)
 	rank := func(q float64) float64 { return s[min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)] }
 	return Figure{Median: rank(0.5), P95: rank(0.95), N: len(s)}
+}
+
+// BenchmarkRealBGPRollingRestart: the rolling-restart row in BGP mode with
+// BFD (300 ms × 3, the defaults): three nodes with real apiservers
+// (--shutdown-delay-duration=2s) announce the VIP to an FRR router with
+// ECMP; the client behind the router counts failed requests.
+func BenchmarkRealBGPRollingRestart(b *testing.B) {
+	bin := realBinaries(b)
+	l := newBGPLabOf(b, 3, false)
+	quiet(l.Lab)
+	cp, err := lab.NewControlPlane(l.Lab, bin, l.nodes, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{ShutdownDelay: 2 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &realCluster{cluster: &cluster{Lab: l.Lab, nodes: l.nodes}, cp: cp}
+	c.startControlPlane(b)
+	l.startFRRWithBFDAt(b, 300)
+	for i := range l.nodes {
+		l.start(b, i, "NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_BFD_ENABLED=true",
+			"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s")
+	}
+	all := []netip.Addr{nodeV4(0), nodeV4(1), nodeV4(2)}
+	l.waitHops(b, vip4, time.Minute, all...)
+	g := &realGroup{tool: toolOurs, vip: vip4}
+	if g.probe, err = cp.StartProbe(l.client, realServer, 3*time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	if err := g.settled(c); err != nil {
+		b.Fatal(err)
+	}
+	const row = "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), BGP + BFD 300 ms x 3: failed requests"
+	b.ResetTimer()
+	for range b.N {
+		var failed []float64
+		for trial := range rollingTrials() {
+			start := time.Now()
+			for i := range l.nodes {
+				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
+					b.Fatal(err)
+				}
+				l.waitHops(b, vip4, time.Minute, all...)
+			}
+			if err := g.settled(c); err != nil {
+				b.Fatal(err)
+			}
+			_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
+			failed = append(failed, float64(n))
+			b.Logf("BGP rolling restart %d: %d failed requests", trial+1, n)
+		}
+		recordReal(b, row, "requests", []*realGroup{g}, func(string) Figure { return countFigure(failed) })
+	}
 }

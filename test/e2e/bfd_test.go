@@ -15,7 +15,10 @@ import (
 var bfdEnv = []string{"NOVAEDGE_BFD_ENABLED=true", "NOVAEDGE_BFD_TX_INTERVAL=50ms", "NOVAEDGE_BFD_RX_INTERVAL=50ms", "NOVAEDGE_BFD_DETECT_MULT=3"}
 
 // startFRRWithBFD runs bgpd with BFD on every node neighbour and bfdd at 50 ms x 3.
-func (b *bgpLab) startFRRWithBFD(t testing.TB) {
+func (b *bgpLab) startFRRWithBFD(t testing.TB) { b.startFRRWithBFDAt(t, 50) }
+
+// startFRRWithBFDAt is startFRRWithBFD with the router's BFD interval in ms.
+func (b *bgpLab) startFRRWithBFDAt(t testing.TB, intervalMs int) {
 	t.Helper()
 	var ns []netip.Addr
 	for i := range b.nodes {
@@ -23,7 +26,7 @@ func (b *bgpLab) startFRRWithBFD(t testing.TB) {
 	}
 	f, err := b.router.StartFRR(lab.FRRConfig{
 		BGP: lab.BGPRouterConfig(routerV4, 65002, ns, "", true),
-		BFD: lab.BFDRouterConfig(50, 3),
+		BFD: lab.BFDRouterConfig(intervalMs, 3),
 	})
 	if err != nil {
 		t.Fatal(err)

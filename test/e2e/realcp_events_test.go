@@ -89,6 +89,7 @@ func TestRealServiceAccountToken(t *testing.T) {
 	figure(t, "real token: ServiceAccount deleted to the first check answered 401", refused.Sub(deleted))
 	waitLine(t, c.procs[0], 0, "Health check failed", "status 401 with a bearer token")
 	waitLine(t, c.procs[0], 0, "API server health changed", "state=unhealthy")
+	waitLine(t, c.procs[0], 0, "Control-plane VIP released", vip4.String())
 	c.logVIP(t, "ServiceAccount deleted")
 }
 

@@ -16,7 +16,7 @@ const timelineFile = "../../bench/timeline.svg"
 // writeTimeline draws, for each series, the client's probes of its median
 // trial around the fault as an SVG: a tick per connect attempt, green when
 // it succeeded, red when it failed (runs of equal outcomes drawn as one bar), time 0 at the fault.
-func writeTimeline(path string, series []*l2Series) error {
+func writeTimeline(path, title string, series []*l2Series) error {
 	const (
 		labelW, plotW, rowH, top = 560.0, 640.0, 24.0, 56.0
 		from                     = -0.5 // seconds before the fault
@@ -33,7 +33,7 @@ func writeTimeline(path string, series []*l2Series) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", labelW+plotW+20, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">Client TCP connects to the VIP every 10 ms across one failover (the median trial of each series)</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s (the median trial of each series)</text>`+"\n", html.EscapeString(title))
 	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">green: connected, red: failed; 0 s = the fault; made by make bench on %s</text>`+"\n", time.Now().UTC().Format("2006-01-02"))
 	step := 0.5
 	if to-from > 6 {
@@ -48,7 +48,7 @@ func writeTimeline(path string, series []*l2Series) error {
 	for i, s := range series {
 		y := top + rowH*float64(i)
 		m, _ := stats(s.out)
-		what := strings.NewReplacer("L2, ", "", ": client-seen outage", "", "holder's ", "", " of the holder", "").Replace(s.row)
+		what := strings.NewReplacer("L2, ", "", ": client-seen outage", "", ": client outage", "", "real control plane, ", "", "holder's ", "", " of the holder", "").Replace(s.row)
 		label := fmt.Sprintf("%s: %s (median %s)", s.group.tool, what, m)
 		fmt.Fprintf(&b, `<text x="10" y="%.0f">%s</text>`+"\n", y+13, html.EscapeString(label))
 		// One bar per run of equal outcomes.
