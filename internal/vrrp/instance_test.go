@@ -85,28 +85,10 @@ func (d *decisions) snapshot() []bool {
 // not the last one the neighbours see.
 func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 	vip := netip.MustParsePrefix("192.0.2.100/32")
-	ours, loser := netip.MustParseAddr("192.0.2.13"), netip.MustParseAddr("192.0.2.11")
-	tr := newFakeTransport(ours)
-	inst := NewInstance(Config{VIP: vip, VRID: 51, Priority: 100, Interval: 100 * time.Millisecond}, tr,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	d := &decisions{seen: make(chan struct{}, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { inst.Run(ctx, d.decide); close(done) }()
-	defer func() { cancel(); <-done }()
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.13"), 100*time.Millisecond)
+	loser := netip.MustParseAddr("192.0.2.11")
 	inst.SetCandidate(true)
-
-	waitFor := func(what string, cond func([]bool) bool) {
-		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for !cond(d.snapshot()) {
-			select {
-			case <-d.seen:
-			case <-deadline:
-				t.Fatalf("%s: decisions %v", what, d.snapshot())
-			}
-		}
-	}
+	waitFor := func(what string, cond func([]bool) bool) { t.Helper(); waitDecisions(t, d, what, cond) }
 	count := func(held []bool) (n int) {
 		for _, h := range held {
 			if h {

@@ -118,11 +118,11 @@ func (c *cluster) heldFraction(p netip.Prefix, d time.Duration) float64 {
 	return float64(held) / float64(max(n, 1))
 }
 
-// TestRealL2ApiserverKilled: three nodes, real apiservers; the holder's
-// apiserver is SIGKILLed and the VIP moves; the client tool counts the
-// requests that failed.
-func TestRealL2ApiserverKilled(t *testing.T) {
-	c := newRealCluster(t, 3, lab.APIServerOptions{})
+// startWithClient starts the control plane and our daemons, waits for a
+// holder, and starts the client through the VIP (for a minute); it returns
+// the holder and the client once a request has succeeded.
+func (c *realCluster) startWithClient(t *testing.T) (int, *lab.Process) {
+	t.Helper()
 	c.startControlPlane(t)
 	c.startAll(t)
 	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
@@ -131,6 +131,15 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	return holder, probe
+}
+
+// TestRealL2ApiserverKilled: three nodes, real apiservers; the holder's
+// apiserver is SIGKILLed and the VIP moves; the client tool counts the
+// requests that failed.
+func TestRealL2ApiserverKilled(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	holder, probe := c.startWithClient(t)
 	killed := time.Now()
 	if err := c.cp.SignalAPIServer(holder, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -264,14 +273,7 @@ func TestRealEtcdTrouble(t *testing.T) {
 // serving, and the node hands the VIP over before the port closes.
 func TestRealDrainHandover(t *testing.T) {
 	c := newRealCluster(t, 3, lab.APIServerOptions{ShutdownDelay: 2 * time.Second})
-	c.startControlPlane(t)
-	c.startAll(t)
-	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
-	probe, err := c.cp.StartProbe(c.client, realServer, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	holder, probe := c.startWithClient(t)
 	term := time.Now()
 	if err := c.cp.SignalAPIServer(holder, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
