@@ -147,7 +147,7 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 	}
 	peers := make([]bgp.Peer, 0, len(cfg.BGPPeerList()))
 	for _, p := range cfg.BGPPeerList() {
-		peers = append(peers, bgp.Peer{Address: p.Address, AS: p.AS})
+		peers = append(peers, bgp.Peer{Address: p.Address, AS: p.AS, Password: p.Password, Multihop: uint8(p.Multihop)})
 	}
 	communities := make([]uint32, len(cfg.BGPCommunities))
 	for i, c := range cfg.BGPCommunities {

@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -16,8 +17,10 @@ import (
 
 // Peer is one BGP neighbour.
 type Peer struct {
-	Address netip.Addr
-	AS      uint32
+	Address  netip.Addr
+	AS       uint32
+	Password string // TCP MD5 for this peer; empty = Config.Password; never logged
+	Multihop uint8  // eBGP multihop TTL for this peer; 0 = Config.Multihop
 }
 
 // Config is what a Speaker needs; cmd fills it from config.Config.
@@ -103,15 +106,16 @@ func (sp *Speaker) apiPeer(p Peer) *api.Peer {
 	if p.Address.Is6() {
 		afi = api.Family_AFI_IP6
 	}
+	password, multihop := cmp.Or(p.Password, sp.cfg.Password), cmp.Or(p.Multihop, sp.cfg.Multihop)
 	peer := &api.Peer{
-		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.AS, AuthPassword: sp.cfg.Password},
+		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.AS, AuthPassword: password},
 		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1),
 			ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleHoldTimeAfterReset}},
 		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
 			Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true}}},
 	}
-	if sp.cfg.Multihop > 0 {
-		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(sp.cfg.Multihop)}
+	if multihop > 0 {
+		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(multihop)}
 	}
 	return peer
 }

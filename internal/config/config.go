@@ -35,8 +35,8 @@ type Config struct {
 	BGPRouterID    netip.Addr    `envconfig:"NOVAEDGE_BGP_ROUTER_ID" flag:"bgp-router-id" desc:"BGP: router id in IPv4 form (required in bgp mode)."`
 	BGPPeerAddress netip.Addr    `envconfig:"NOVAEDGE_BGP_PEER_ADDRESS" flag:"bgp-peer-address" desc:"BGP: address of the single peer (required in bgp mode unless NOVAEDGE_BGP_PEERS is set)."`
 	BGPPeerAS      uint32        `envconfig:"NOVAEDGE_BGP_PEER_AS" flag:"bgp-peer-as" desc:"BGP: AS of the single peer (required with NOVAEDGE_BGP_PEER_ADDRESS)."`
-	BGPPeers       PeerList      `envconfig:"NOVAEDGE_BGP_PEERS" flag:"bgp-peers" desc:"BGP: several peers as ADDR@AS[,ADDR@AS...], IPv6 in brackets ([2001:db8::1]@65000); replaces the two variables above."`
-	BGPPassword    string        `envconfig:"NOVAEDGE_BGP_PASSWORD" flag:"bgp-password" secret:"true" desc:"BGP: TCP MD5 password for all peers; empty = none."`
+	BGPPeers       PeerList      `envconfig:"NOVAEDGE_BGP_PEERS" flag:"bgp-peers" desc:"BGP: several peers as ADDR@AS[?OPTIONS][,ADDR@AS...], IPv6 in brackets ([2001:db8::1]@65000); replaces the two variables above. OPTIONS, joined by &: password=P (this peer's TCP MD5, percent-encoded: %2C for a comma, %26 for &, %25 for %) and multihop=N (eBGP multihop TTL 1-255); they override NOVAEDGE_BGP_PASSWORD and NOVAEDGE_BGP_MULTIHOP for that peer. check-config and the logs never show the passwords."`
+	BGPPassword    string        `envconfig:"NOVAEDGE_BGP_PASSWORD" flag:"bgp-password" secret:"true" desc:"BGP: TCP MD5 password for every peer without one of its own; empty = none."`
 	BGPHoldTime    time.Duration `envconfig:"NOVAEDGE_BGP_HOLD_TIME" flag:"bgp-hold-time" default:"9s" desc:"BGP: hold time in whole seconds, 3s-65535s (keepalive = hold/3)."`
 	BGPMultihop    int           `envconfig:"NOVAEDGE_BGP_MULTIHOP" flag:"bgp-multihop" default:"0" desc:"BGP: eBGP multihop TTL 1-255; 0 = directly connected peers."`
 	BGPNextHop     netip.Addr    `envconfig:"NOVAEDGE_BGP_NEXT_HOP" flag:"bgp-next-hop" desc:"BGP: next hop to advertise; empty = the session's local address."`

@@ -244,3 +244,53 @@ func TestLoadLeavesEnvironmentAsItWas(t *testing.T) {
 		t.Errorf("empty metrics address must turn the endpoints off: %q, %v", c.MetricsAddr, err)
 	}
 }
+
+// TestPeerOptions: per-peer password and multihop after "?"; ADDR@AS alone
+// stays valid; passwords never in String(), errors or check-config.
+func TestPeerOptions(t *testing.T) {
+	for _, tt := range []struct {
+		in, syntax, shown string
+		err               string
+	}{
+		{in: "192.0.2.1@65001", syntax: "192.0.2.1@65001", shown: "192.0.2.1@65001"},
+		{in: "192.0.2.1@65001?password=s3%2Ccret&multihop=2", syntax: "192.0.2.1@65001?password=s3%2Ccret&multihop=2",
+			shown: "192.0.2.1@65001?password=<redacted>&multihop=2"},
+		{in: "[2001:db8::1]@65001?multihop=255", syntax: "[2001:db8::1]@65001?multihop=255", shown: "[2001:db8::1]@65001?multihop=255"},
+		{in: "192.0.2.1@65001?password=a b", syntax: "192.0.2.1@65001?password=a+b", shown: "192.0.2.1@65001?password=<redacted>"},
+		{in: "192.0.2.1@65001?multihop=0", err: "multihop=0: want a TTL 1-255"},
+		{in: "192.0.2.1@65001?ttl=3", err: `unknown option "ttl"`},
+		{in: "192.0.2.1@65001?password=x&password=y", err: "option password given twice"},
+		{in: "192.0.2.1@65001?password=", err: "want NAME=VALUE"},
+		{in: "192.0.2.1@65001?password=%zz", err: "bad percent-encoding"},
+	} {
+		p, err := ParseBGPPeer(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || p.Syntax() != tt.syntax || p.String() != tt.shown {
+			t.Errorf("%q: %q / %q, %v; want %q / %q", tt.in, p.Syntax(), p.String(), err, tt.syntax, tt.shown)
+		}
+	}
+	// A bad entry in the list: the error names the variable, never the passwords.
+	_, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "bgp",
+		"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "192.0.2.11",
+		"NOVAEDGE_BGP_PEERS": "192.0.2.1@65001?password=topsecret,192.0.2.2@65001?password=hunter2&multihop=300"})
+	if err == nil || strings.Contains(err.Error(), "topsecret") || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "NOVAEDGE_BGP_PEERS") {
+		t.Errorf("error %v: want NOVAEDGE_BGP_PEERS named and no password", err)
+	}
+	c, err := load(t, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "bgp",
+		"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "192.0.2.11",
+		"NOVAEDGE_BGP_PEERS": "192.0.2.1@65001?password=topsecret,192.0.2.2@65001?password=hunter2&multihop=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Describe(c); strings.Contains(d, "topsecret") || strings.Contains(d, "hunter2") {
+		t.Errorf("check-config shows a password:\n%s", d)
+	}
+	if got := c.BGPPeers[1]; got.Password != "hunter2" || got.Multihop != 3 {
+		t.Errorf("second peer %+v", got)
+	}
+}

@@ -17,13 +17,13 @@ func (e *Error) Error() string {
 		name += " (--" + e.Field.Flag + ")"
 	}
 	if e.Value == "" {
-		return fmt.Sprintf("invalid %s: %s", name, e.Reason)
+		return fmt.Sprintf("invalid %s: %s", name, redactPasswords(e.Reason))
 	}
-	v := e.Value
+	v := redactPasswords(e.Value)
 	if e.Field.Secret {
-		v = "<redacted>"
+		v = redacted
 	}
-	return fmt.Sprintf("invalid %s=%q: %s", name, v, e.Reason)
+	return fmt.Sprintf("invalid %s=%q: %s", name, v, redactPasswords(e.Reason))
 }
 
 // errorf builds an *Error for the Go field name with the given value.

@@ -1,9 +1,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -129,36 +132,116 @@ func (a *AddrList) Decode(s string) error {
 // String returns the list in its configuration syntax.
 func (a AddrList) String() string { return joinStrings(a) }
 
-// BGPPeer is one BGP neighbour.
+// BGPPeer is one BGP neighbour, with options of its own.
 type BGPPeer struct {
-	Address netip.Addr
-	AS      uint32
+	Address  netip.Addr
+	AS       uint32
+	Password string // TCP MD5 for this peer; empty = NOVAEDGE_BGP_PASSWORD
+	Multihop int    // eBGP multihop TTL for this peer, 1-255; 0 = NOVAEDGE_BGP_MULTIHOP
 }
 
-// String returns the peer in ADDR@AS syntax, IPv6 in brackets.
-func (p BGPPeer) String() string {
+// String returns the peer in configuration syntax with its password
+// redacted: this is the form that logs, errors and check-config show.
+func (p BGPPeer) String() string { return p.format(true) }
+
+// Syntax returns the peer in configuration syntax, password included
+// (percent-encoded): ADDR@AS[?password=P][&multihop=N], IPv6 in brackets.
+func (p BGPPeer) Syntax() string { return p.format(false) }
+
+func (p BGPPeer) format(redact bool) string {
+	s := p.Address.String() + "@" + strconv.FormatUint(uint64(p.AS), 10)
 	if p.Address.Is6() {
-		return "[" + p.Address.String() + "]@" + strconv.FormatUint(uint64(p.AS), 10)
+		s = "[" + p.Address.String() + "]@" + strconv.FormatUint(uint64(p.AS), 10)
 	}
-	return p.Address.String() + "@" + strconv.FormatUint(uint64(p.AS), 10)
+	var opts []string
+	if p.Password != "" {
+		v := url.QueryEscape(p.Password)
+		if redact {
+			v = redacted
+		}
+		opts = append(opts, "password="+v)
+	}
+	if p.Multihop > 0 {
+		opts = append(opts, "multihop="+strconv.Itoa(p.Multihop))
+	}
+	if len(opts) > 0 {
+		s += "?" + strings.Join(opts, "&")
+	}
+	return s
 }
 
-// ParseBGPPeer parses ADDR@AS; an IPv6 address may stand in brackets.
+// redacted stands for a secret in what the daemon prints.
+const redacted = "<redacted>"
+
+// passwordOption finds per-peer passwords in a peer list.
+var passwordOption = regexp.MustCompile(`password=[^&,]*`)
+
+// redactPasswords hides every per-peer password in s.
+func redactPasswords(s string) string {
+	return passwordOption.ReplaceAllString(s, "password="+redacted)
+}
+
+// ParseBGPPeer parses ADDR@AS[?OPTIONS]; an IPv6 address may stand in
+// brackets. OPTIONS are password=P (TCP MD5, percent-encoded: %2C for a
+// comma, %26 for &, %25 for %) and multihop=N (eBGP multihop TTL 1-255),
+// joined by &. Errors never repeat the password.
 func ParseBGPPeer(s string) (BGPPeer, error) {
-	addr, as, ok := strings.Cut(strings.TrimSpace(s), "@")
+	base, query, hasOpts := strings.Cut(strings.TrimSpace(s), "?")
+	addr, as, ok := strings.Cut(base, "@")
 	if !ok {
-		return BGPPeer{}, fmt.Errorf("peer %q: want ADDR@AS", s)
+		return BGPPeer{}, fmt.Errorf("peer %q: want ADDR@AS", redactPasswords(s))
 	}
 	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
 	ip, err := netip.ParseAddr(addr)
 	if err != nil || ip.Zone() != "" {
-		return BGPPeer{}, fmt.Errorf("peer %q: %q is not an IP address", s, addr)
+		return BGPPeer{}, fmt.Errorf("peer %q: %q is not an IP address", base, addr)
 	}
 	n, err := parseAS(as)
 	if err != nil {
-		return BGPPeer{}, fmt.Errorf("peer %q: %w", s, err)
+		return BGPPeer{}, fmt.Errorf("peer %q: %w", base, err)
 	}
-	return BGPPeer{Address: ip.Unmap(), AS: n}, nil
+	p := BGPPeer{Address: ip.Unmap(), AS: n}
+	if hasOpts {
+		if err := p.parseOptions(query); err != nil {
+			return BGPPeer{}, fmt.Errorf("peer %q: %w", base, err)
+		}
+	}
+	return p, nil
+}
+
+// parseOptions reads the per-peer options after the "?".
+func (p *BGPPeer) parseOptions(query string) error {
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(query, "&") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || v == "" {
+			return fmt.Errorf("option %q: want NAME=VALUE", redactPasswords(kv))
+		}
+		if seen[k] {
+			return fmt.Errorf("option %s given twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "password":
+			pw, err := url.QueryUnescape(v)
+			if err != nil {
+				return errors.New("option password: bad percent-encoding")
+			}
+			if len(pw) > 80 {
+				return errors.New("option password: at most 80 bytes (TCP MD5)")
+			}
+			p.Password = pw
+		case "multihop":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 255 {
+				return fmt.Errorf("option multihop=%s: want a TTL 1-255", v)
+			}
+			p.Multihop = n
+		default:
+			return fmt.Errorf("unknown option %q (known: password, multihop)", k)
+		}
+	}
+	return nil
 }
 
 func parseAS(s string) (uint32, error) {
@@ -169,7 +252,7 @@ func parseAS(s string) (uint32, error) {
 	return uint32(n), nil
 }
 
-// PeerList is a comma-separated list of BGP peers (ADDR@AS).
+// PeerList is a comma-separated list of BGP peers (ADDR@AS[?OPTIONS]).
 type PeerList []BGPPeer
 
 // Decode implements envconfig.Decoder.
@@ -186,8 +269,17 @@ func (l *PeerList) Decode(s string) error {
 	return nil
 }
 
-// String returns the list in its configuration syntax.
+// String returns the list in its configuration syntax, passwords redacted.
 func (l PeerList) String() string { return joinStrings(l) }
+
+// Syntax returns the list in its configuration syntax, passwords included.
+func (l PeerList) Syntax() string {
+	s := make([]string, len(l))
+	for i, p := range l {
+		s[i] = p.Syntax()
+	}
+	return strings.Join(s, ",")
+}
 
 // Community is a standard BGP community AS:VAL.
 type Community struct{ AS, Value uint16 }
