@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
 	"sigs.k8s.io/yaml"
@@ -108,7 +110,7 @@ func (r *Result) convert(env map[string]string) error {
 	bits := ""
 	for _, n := range []string{"vip_cidr", "vip_subnet"} {
 		if v, ok := take(n); ok && bits == "" {
-			bits = strings.TrimPrefix(v, "/")
+			bits = v
 		}
 	}
 	vips, err := vipList(addr, bits)
@@ -131,14 +133,38 @@ func (r *Result) convert(env map[string]string) error {
 	}
 	take("vip_arp")
 	take("cp_enable")
-	r.health(take)
+	if v, ok := take("vip_arpRate"); ok && v != "" {
+		r.garpRate(v)
+	}
+	if err := r.health(take); err != nil {
+		return err
+	}
 	r.logLevel(take)
 	r.dropRest(env)
 	return nil
 }
 
-// vipList turns kube-vip's address (one or a comma list) and cidr into prefixes.
+// garpRate turns kube-vip's gratuitous ARP period (milliseconds) into ours.
+func (r *Result) garpRate(v string) {
+	ms, err := strconv.Atoi(v)
+	if err != nil || ms <= 0 {
+		r.Dropped = append(r.Dropped, "vip_arpRate="+v+": not a number of milliseconds")
+		return
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if d < time.Second {
+		r.Notes = append(r.Notes, fmt.Sprintf("vip_arpRate=%s: gratuitous ARP refresh raised to the minimum of 1s", v))
+		d = time.Second
+	}
+	r.Vars["NOVAEDGE_CP_VIP_GARP_REFRESH"] = d.String()
+}
+
+// vipList turns kube-vip's address (one address or an IPv4,IPv6 pair) and
+// vip_cidr / vip_subnet into prefixes. The masks are read as kube-vip
+// reads them: "32,128" is the IPv4 mask then the IPv6 one; a single mask
+// serves both, except that 32 (kube-vip's default) means /128 for IPv6.
 func vipList(addr, bits string) (string, error) {
+	masks := strings.Split(strings.ReplaceAll(strings.ReplaceAll(bits, "/", ""), " ", ""), ",")
 	var out []string
 	for _, a := range strings.Split(addr, ",") {
 		a = strings.TrimSpace(a)
@@ -150,9 +176,15 @@ func vipList(addr, bits string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("address %q is not an IP address (a DNS name is not supported: the VIP must exist before the API does)", a)
 		}
-		b := bits
-		if b == "" || (ip.Is6() && b == "32") {
+		b := masks[0]
+		if ip.Is6() && len(masks) > 1 {
+			b = masks[1]
+		}
+		if b == "" || (ip.Is6() && b == "32" && len(masks) == 1) {
 			b = strconv.Itoa(ip.BitLen())
+		}
+		if n, err := strconv.Atoi(b); err != nil || n < 0 || n > ip.BitLen() {
+			return "", fmt.Errorf("vip_cidr / vip_subnet %q: %q is not a prefix length for %s", bits, b, ip)
 		}
 		out = append(out, ip.String()+"/"+b)
 	}
@@ -170,22 +202,22 @@ func (r *Result) bgp(take func(string) (string, bool)) error {
 	if v, ok := take("bgp_hold_time"); ok && v != "" {
 		r.Vars["NOVAEDGE_BGP_HOLD_TIME"] = strings.TrimSuffix(v, "s") + "s"
 	}
-	if _, ok := take("bgp_keepalive_interval"); ok {
-		r.Dropped = append(r.Dropped, "bgp_keepalive_interval: the keepalive is always a third of the hold time")
-	}
 	pass, _ := take("bgp_peerpass")
+	if v, ok := take("bgp_multihop"); ok && v == "true" {
+		r.Vars["NOVAEDGE_BGP_MULTIHOP"] = "255"
+		r.Notes = append(r.Notes, "bgp_multihop=true: NOVAEDGE_BGP_MULTIHOP=255 allows any distance; lower it to the real hop count")
+	}
 	if peers, ok := take("bgp_peers"); ok && peers != "" {
-		list, pw, multihop, err := parsePeers(peers)
+		list, err := parsePeers(peers)
 		if err != nil {
 			return err
 		}
-		r.Vars["NOVAEDGE_BGP_PEERS"] = list
-		if pw != "" {
-			pass = pw
-		}
-		if multihop {
-			r.Vars["NOVAEDGE_BGP_MULTIHOP"] = "255"
-			r.Notes = append(r.Notes, "a kube-vip peer had multihop on: NOVAEDGE_BGP_MULTIHOP=255 allows any distance; lower it to the real hop count")
+		r.Vars["NOVAEDGE_BGP_PEERS"] = list.Syntax()
+		for _, p := range list {
+			if p.Multihop > 0 {
+				r.Notes = append(r.Notes, "a kube-vip peer had multihop on: multihop=255 allows any distance; lower it to the real hop count")
+				break
+			}
 		}
 		take("bgp_peeraddress")
 		take("bgp_peeras")
@@ -199,27 +231,25 @@ func (r *Result) bgp(take func(string) (string, bool)) error {
 	}
 	if pass != "" {
 		r.Vars["NOVAEDGE_BGP_PASSWORD"] = pass
-		r.Notes = append(r.Notes, "the BGP password is in the output: keep the env file readable by root only (mode 0600)")
 	}
-	for _, n := range []string{"bgp_source_if", "bgp_source_ip"} {
-		if _, ok := take(n); ok {
-			r.Dropped = append(r.Dropped, n+": the session's source is the address of the route to the peer")
-		}
+	if pass != "" || strings.Contains(r.Vars["NOVAEDGE_BGP_PEERS"], "password=") {
+		r.Notes = append(r.Notes, "BGP passwords are in the output: keep the env file readable by root only (mode 0600)")
 	}
 	return nil
 }
 
-// parsePeers reads kube-vip's bgp_peers: ADDR:AS[:PASSWORD[:MULTIHOP]] separated
-// by commas, IPv6 addresses in brackets.
-func parsePeers(s string) (list, password string, multihop bool, err error) {
-	var out []string
+// parsePeers reads kube-vip's bgp_peers: ADDR:AS[:PASSWORD[:MULTIHOP]]
+// separated by commas, IPv6 addresses in brackets; each peer keeps its own
+// password and multihop.
+func parsePeers(s string) (config.PeerList, error) {
+	var out config.PeerList
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		addr, rest := p, ""
 		if strings.HasPrefix(p, "[") {
 			end := strings.Index(p, "]")
 			if end < 0 {
-				return "", "", false, fmt.Errorf("bgp_peers entry %q: unclosed [", p)
+				return nil, fmt.Errorf("bgp_peers entry %q: unclosed [", redactEntry(p))
 			}
 			addr, rest = p[1:end], strings.TrimPrefix(p[end+1:], ":")
 		} else if i := strings.Index(p, ":"); i >= 0 {
@@ -227,36 +257,69 @@ func parsePeers(s string) (list, password string, multihop bool, err error) {
 		}
 		fields := strings.SplitN(rest, ":", 3)
 		if fields[0] == "" {
-			return "", "", false, fmt.Errorf("bgp_peers entry %q: want ADDRESS:AS", p)
+			return nil, fmt.Errorf("bgp_peers entry %q: want ADDRESS:AS", redactEntry(p))
 		}
-		peer, perr := config.ParseBGPPeer(addr + "@" + fields[0])
-		if perr != nil {
-			return "", "", false, fmt.Errorf("bgp_peers entry %q: %w", p, perr)
+		peer, err := config.ParseBGPPeer(addr + "@" + fields[0])
+		if err != nil {
+			return nil, fmt.Errorf("bgp_peers entry %q: %w", redactEntry(p), err)
 		}
-		out = append(out, peer.String())
-		if len(fields) > 1 && fields[1] != "" {
-			password = fields[1]
+		if len(fields) > 1 {
+			peer.Password = fields[1]
 		}
 		if len(fields) > 2 && fields[2] == "true" {
-			multihop = true
+			peer.Multihop = 255
 		}
+		out = append(out, peer)
 	}
-	return strings.Join(out, ","), password, multihop, nil
+	return out, nil
 }
 
-func (r *Result) health(take func(string) (string, bool)) {
-	for name, ours := range map[string]string{
-		"control_plane_health_check_timeout":  "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT",
-		"control_plane_health_check_interval": "NOVAEDGE_CP_VIP_HEALTH_INTERVAL",
-		"control_plane_health_check_period":   "NOVAEDGE_CP_VIP_HEALTH_INTERVAL",
+// redactEntry hides the password field of a bgp_peers entry.
+func redactEntry(p string) string {
+	head, rest := p, ""
+	if strings.HasPrefix(p, "[") {
+		if end := strings.Index(p, "]"); end >= 0 {
+			head, rest = p[:end+1], p[end+1:]
+		}
+	} else if i := strings.Index(p, ":"); i >= 0 {
+		head, rest = p[:i], p[i:]
+	}
+	f := strings.SplitN(rest, ":", 4) // "", AS, PASSWORD, MULTIHOP
+	if len(f) > 2 && f[2] != "" {
+		f[2] = "<redacted>"
+	}
+	return head + strings.Join(f, ":")
+}
+
+func (r *Result) health(take func(string) (string, bool)) error {
+	for _, h := range []struct{ name, ours string }{
+		{"control_plane_health_check_period_seconds", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL"},
+		{"control_plane_health_check_timeout_seconds", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT"},
 	} {
-		if v, ok := take(name); ok && v != "" {
-			if _, err := strconv.Atoi(v); err == nil {
-				v += "s"
+		if v, ok := take(h.name); ok && v != "" {
+			if _, err := strconv.Atoi(v); err != nil {
+				return fmt.Errorf("%s=%q: want a number of seconds", h.name, v)
 			}
-			r.Vars[ours] = v
+			r.Vars[h.ours] = v + "s"
 		}
 	}
+	if v, ok := take("control_plane_health_check_failure_threshold"); ok && v != "" {
+		r.Vars["NOVAEDGE_CP_VIP_FAIL_THRESHOLD"] = v
+	}
+	if v, ok := take("control_plane_health_check_ca_path"); ok && v != "" {
+		r.Vars["NOVAEDGE_CP_VIP_CA_FILE"] = v
+	}
+	if v, ok := take("control_plane_health_check_address"); ok && v != "" {
+		u, err := url.Parse(v)
+		if err != nil || u.Port() == "" {
+			return fmt.Errorf("control_plane_health_check_address=%q: want https://HOST:PORT/PATH", v)
+		}
+		if host := u.Hostname(); host != "localhost" && host != "127.0.0.1" && host != "::1" {
+			r.Notes = append(r.Notes, "control_plane_health_check_address points at "+host+": novaedge-cpvip checks the local apiserver on localhost only")
+		}
+		r.Vars["NOVAEDGE_CP_VIP_API_PORT"] = u.Port()
+	}
+	return nil
 }
 
 func (r *Result) logLevel(take func(string) (string, bool)) {
@@ -279,28 +342,6 @@ func (r *Result) logLevel(take func(string) (string, bool)) {
 	}
 }
 
-// dropReason explains, by prefix, why a setting is dropped.
-func dropReason(name string) string {
-	noLease := "no leases: the nodes elect the holder with VRRP, with no Kubernetes API"
-	noDNS := "dynamic DNS for the VIP is not supported: the VIP is a static address"
-	for _, w := range []struct{ prefix, reason string }{
-		{"svc_", "Service load-balancing is not our job: we give the control plane its VIP only"},
-		{"lb_", "IPVS load-balancing is not our job: the apiservers take connections directly"},
-		{"vip_leaderelection", noLease}, {"vip_lease", noLease}, {"vip_renewdeadline", noLease},
-		{"vip_retryperiod", "no leases: election timing is NOVAEDGE_CP_VIP_ADVERT_INTERVAL"},
-		{"cp_namespace", "no Kubernetes API is used"}, {"KUBERNETES_", "no Kubernetes API is used"},
-		{"vip_ddns", noDNS}, {"dns_mode", noDNS},
-		{"prometheus_server", "metrics are on NOVAEDGE_CP_VIP_METRICS_ADDR, loopback by default (127.0.0.1:9450)"},
-		{"enable_", "kube-vip feature without an equivalent here"},
-		{"egress_", "egress NAT is not our job"},
-	} {
-		if strings.HasPrefix(name, w.prefix) {
-			return w.reason
-		}
-	}
-	return "no equivalent in novaedge-cpvip"
-}
-
 func (r *Result) dropRest(env map[string]string) {
 	names := make([]string, 0, len(env))
 	for n := range env {
@@ -308,12 +349,16 @@ func (r *Result) dropRest(env map[string]string) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		r.Dropped = append(r.Dropped, n+"="+redact(n, env[n])+": "+dropReason(n))
+		why := "not a variable of kube-vip v1.2: ignored (a typo?)"
+		if v, ok := lookupVar(n); ok {
+			why = v.Why
+		}
+		r.Dropped = append(r.Dropped, n+"="+redact(n, env[n])+": "+why)
 	}
 }
 
 func redact(name, v string) string {
-	if strings.Contains(strings.ToLower(name), "pass") || strings.Contains(strings.ToLower(name), "token") {
+	if n := strings.ToLower(name); strings.Contains(n, "pass") || strings.Contains(n, "token") || n == "bgp_peers" {
 		return "<redacted>"
 	}
 	return v

@@ -2,6 +2,7 @@ package kubevip
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestConvert(t *testing.T) {
 		{"testdata/bgp-daemonset.yaml", map[string]string{
 			"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_INTERFACE": "lo", "NOVAEDGE_CP_VIP_MODE": "bgp",
 			"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11",
-			"NOVAEDGE_BGP_PEERS": "198.51.100.1@65001,198.51.100.2@65001", "NOVAEDGE_BGP_PASSWORD": "s3cret",
+			"NOVAEDGE_BGP_PEERS": "198.51.100.1@65001?password=s3cret,198.51.100.2@65001?password=other%26pw",
 			"NOVAEDGE_BGP_HOLD_TIME": "15s", "NOVAEDGE_CP_VIP_LOG_LEVEL": "debug", "NOVAEDGE_CP_VIP_API_PORT": "6443",
 		}, []string{"bgp_keepalive_interval", "svc_enable"}},
 	}
@@ -85,9 +86,85 @@ func TestConvertErrors(t *testing.T) {
 }
 
 func TestIPv6PeersAndMultihop(t *testing.T) {
-	list, pw, mh, err := parsePeers("[2001:db8::1]:65001:pw:true, 198.51.100.1:65002")
-	if err != nil || list != "[2001:db8::1]@65001,198.51.100.1@65002" || pw != "pw" || !mh {
-		t.Errorf("%q %q %v %v", list, pw, mh, err)
+	list, err := parsePeers("[2001:db8::1]:65001:pw:true, 198.51.100.1:65002, 198.51.100.2:65002::false")
+	if err != nil || list.Syntax() != "[2001:db8::1]@65001?password=pw&multihop=255,198.51.100.1@65002,198.51.100.2@65002" {
+		t.Errorf("%q %v", list.Syntax(), err)
+	}
+	if _, err := parsePeers("198.51.100.1:x:topsecret:false"); err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Errorf("error %v: want one without the password", err)
+	}
+}
+
+// TestVarsAccounted: every kube-vip variable is mapped or dropped with a
+// reason, and the converter agrees with the table: a manifest that sets
+// every one of them reports exactly the dropped ones as dropped.
+func TestVarsAccounted(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range Vars {
+		if v.Dropped() && v.Why == "" {
+			t.Errorf("%s: dropped without a reason", v.Name)
+		}
+		if seen[v.Name] {
+			t.Errorf("%s listed twice", v.Name)
+		}
+		seen[v.Name] = true
+	}
+	if len(Vars) < 85 {
+		t.Errorf("%d kube-vip variables, want all of kube-vip v1.2's (about 90)", len(Vars))
+	}
+	values := map[string]string{"address": "192.0.2.100", "vip_address": "192.0.2.100", "vip_cidr": "32", "vip_subnet": "32",
+		"port": "6443", "bgp_enable": "true", "bgp_as": "65002", "bgp_routerid": "192.0.2.11", "bgp_peers": "192.0.2.1:65001",
+		"bgp_peeraddress": "192.0.2.1", "bgp_peeras": "65001", "bgp_hold_time": "9", "vip_loglevel": "4", "vip_arpRate": "3000",
+		"control_plane_health_check_address": "https://127.0.0.1:6443/livez", "control_plane_health_check_period_seconds": "2",
+		"control_plane_health_check_timeout_seconds": "1", "control_plane_health_check_failure_threshold": "4"}
+	var doc strings.Builder
+	doc.WriteString("kind: Pod\nspec:\n  containers:\n  - name: kube-vip\n    image: ghcr.io/kube-vip/kube-vip:v1.2.3\n    env:\n")
+	for _, v := range Vars {
+		val, ok := values[v.Name]
+		if !ok {
+			val = "x"
+		}
+		fmt.Fprintf(&doc, "    - name: %s\n      value: %q\n", v.Name, val)
+	}
+	r, err := Convert([]byte(doc.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := strings.Join(r.Dropped, "\n")
+	named := map[string]bool{}
+	for _, d := range r.Dropped {
+		named[d[:strings.IndexAny(d, "=:")]] = true
+	}
+	for _, v := range Vars {
+		if got := named[v.Name]; got != v.Dropped() {
+			t.Errorf("%s: reported dropped %v, the table says %v:\n%s", v.Name, got, v.Dropped(), dropped)
+		}
+	}
+	if strings.Contains(dropped, "ignored (a typo?)") {
+		t.Errorf("a table name reported as unknown:\n%s", dropped)
+	}
+	r, err = Convert([]byte("kind: Pod\nspec:\n  containers:\n  - name: kube-vip\n    image: x/kube-vip\n    env:\n    - name: address\n      value: 192.0.2.1\n    - name: bgp_source_ip\n      value: 192.0.2.2\n"))
+	if err != nil || !strings.Contains(strings.Join(r.Dropped, "\n"), "bgp_source_ip=192.0.2.2: not a variable of kube-vip v1.2") {
+		t.Errorf("unknown name not reported: %v %v", r, err)
+	}
+}
+
+// TestDualStack: kube-vip's vip_subnet "32,128" gives IPv4 the first mask
+// and IPv6 the second.
+func TestDualStack(t *testing.T) {
+	for _, tt := range []struct{ addr, bits, want string }{
+		{"192.0.2.100,2001:db8:ffff::100", "32,128", "192.0.2.100/32,2001:db8:ffff::100/128"},
+		{"192.0.2.100,2001:db8:ffff::100", "32", "192.0.2.100/32,2001:db8:ffff::100/128"},
+		{"192.0.2.100,2001:db8:ffff::100", "", "192.0.2.100/32,2001:db8:ffff::100/128"},
+		{"2001:db8:ffff::100", "64", "2001:db8:ffff::100/64"},
+		{"192.0.2.100, 2001:db8:ffff::100", "/24,/64", "192.0.2.100/24,2001:db8:ffff::100/64"},
+	} {
+		if got, err := vipList(tt.addr, tt.bits); err != nil || got != tt.want {
+			t.Errorf("%q %q: %q %v, want %q", tt.addr, tt.bits, got, err, tt.want)
+		}
+	}
+	if _, err := vipList("192.0.2.100", "33"); err == nil {
+		t.Error("/33 for IPv4 accepted")
 	}
 }
 
