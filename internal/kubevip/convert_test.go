@@ -23,7 +23,7 @@ func TestConvert(t *testing.T) {
 		{"testdata/bgp-daemonset.yaml", map[string]string{
 			"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_INTERFACE": "lo", "NOVAEDGE_CP_VIP_MODE": "bgp",
 			"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11",
-			"NOVAEDGE_BGP_PEERS": "198.51.100.1@65001?password=s3cret,198.51.100.2@65001?password=other%26pw",
+			"NOVAEDGE_BGP_PEERS":     "198.51.100.1@65001?password=s3cret,198.51.100.2@65001?password=other%26pw",
 			"NOVAEDGE_BGP_HOLD_TIME": "15s", "NOVAEDGE_CP_VIP_LOG_LEVEL": "debug", "NOVAEDGE_CP_VIP_API_PORT": "6443",
 		}, []string{"bgp_keepalive_interval", "svc_enable"}},
 	}
