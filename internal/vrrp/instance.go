@@ -89,6 +89,11 @@ const reannounceAgain = 100 * time.Millisecond
 // more, after which no backup will take over.
 func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 
+// handoverGrace is how long a resigned master keeps the VIP after the new
+// master's first advertisement, for that master's gratuitous ARP / NA to
+// reach the neighbours.
+const handoverGrace = 100 * time.Millisecond
+
 // NewInstance returns an instance that is not yet a candidate.
 func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
 	return &Instance{cfg: cfg, conn: conn, log: log, candidate: make(chan bool, 1),
@@ -144,6 +149,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	handover := time.NewTimer(time.Hour)
 	handover.Stop()
 	defer handover.Stop()
+	heard := false // the new master's advertisement came while handing over
 	for {
 		select {
 		case <-refresh.C:
@@ -153,7 +159,11 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				decide(i.cfg.VIP, true)
 			}
 		case <-handover.C:
-			i.handedOver(decide, "no other master announced itself")
+			why := "no other master announced itself"
+			if heard {
+				why = "another master announced itself"
+			}
+			i.handedOver(decide, why)
 		case <-ctx.Done():
 			i.apply(i.m.Shutdown(time.Now(), reasonShutdown), decide)
 			i.handedOver(decide, "shutting down")
@@ -171,13 +181,17 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			resign := !ok && i.m.State() == Master
 			i.apply(i.m.SetCandidate(ok, time.Now()), decide)
 			if resign {
-				i.handingOver = true
+				i.handingOver, heard = true, false
 				handover.Reset(i.handoverWait())
 				i.log.Info("Keeping the VIP until another master announces itself", "at_most", i.handoverWait())
 			}
 		case p := <-packets:
-			if p.adv.Priority > 0 { // only a master advertises
-				i.handedOver(decide, "another master announced itself")
+			if p.adv.Priority > 0 && i.handingOver && !heard { // only a master advertises
+				// Its gratuitous ARP / NA follows its advertisement by a
+				// moment: a SYN sent in between must still find the VIP
+				// here, or it waits a second for its retransmission.
+				heard = true
+				handover.Reset(handoverGrace)
 			}
 			i.apply(i.m.Receive(p.adv, p.src, time.Now()), decide)
 		case <-timer.C:
