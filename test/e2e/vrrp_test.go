@@ -29,7 +29,12 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	next, d := c.waitHolder(t, vip4, h, 10*time.Second)
 	figure(t, "takeover after the holder's apiserver fails (3 x 100 ms checks + skew)", d)
 	c.reach(t, vip4.Addr(), next)
-	if double, _ := mon.stop(); double > 100*time.Millisecond {
+	// Make before break: the resigned holder keeps the VIP until 100 ms
+	// after the new master's first advertisement (its GARP lands first);
+	// the monitor samples three namespaces by ip(8), tens of ms apart.
+	double, _ := mon.stop()
+	figure(t, "both the resigned and the new holder have the VIP (make before break, 100 ms grace)", double)
+	if double > 400*time.Millisecond {
 		t.Errorf("two holders for %s", double)
 	}
 	waitLine(t, c.procs[h], 0, "API server is unhealthy, releasing VIP")
@@ -50,7 +55,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	if code, err := c.procs[h].Wait(2 * time.Second); code != 0 || err != nil {
 		t.Errorf("SIGTERM: exit %d %v", code, err)
 	}
-	if double, _ := mon.stop(); double > 100*time.Millisecond {
+	if double, _ := mon.stop(); double > 100*time.Millisecond { // a stopping daemon releases at once
 		t.Errorf("two holders for %s", double)
 	}
 	c.reach(t, vip4.Addr(), next)
