@@ -22,9 +22,6 @@ type Transport interface {
 	Close() error
 }
 
-// reasonShutdown is the reason of the transition the process's shutdown makes.
-const reasonShutdown = "shutting down"
-
 // refreshEvery is how often the instance checks its interface is still the same one.
 const refreshEvery = time.Second
 
@@ -165,7 +162,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			}
 			i.handedOver(decide, why)
 		case <-ctx.Done():
-			i.apply(i.m.Shutdown(time.Now(), reasonShutdown), decide)
+			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
 			i.handedOver(decide, "shutting down")
 			close(stop)
 			i.conn.Close()
@@ -179,7 +176,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			// once — instead of vanishing into a SYN retransmission a
 			// second later.
 			resign := !ok && i.m.State() == Master
-			i.apply(i.m.SetCandidate(ok, time.Now()), decide)
+			i.applyKeeping(i.m.SetCandidate(ok, time.Now()), decide, resign)
 			if resign {
 				i.handingOver, heard = true, false
 				handover.Reset(i.handoverWait())
@@ -257,6 +254,12 @@ func (i *Instance) read(out chan<- packet, stop <-chan struct{}) {
 }
 
 func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
+	i.applyKeeping(acts, decide, false)
+}
+
+// applyKeeping carries out the machine's actions; with keep, leaving the
+// master state does not release the VIP (a resignation: see Run).
+func (i *Instance) applyKeeping(acts []Action, decide func(netip.Prefix, bool), keep bool) {
 	for _, a := range acts {
 		if a.Send {
 			i.send(a.Priority)
@@ -271,25 +274,13 @@ func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
 			from := i.Status().State
 			i.log.Info("VRRP state changed", "vrid", i.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
 			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = a.To, time.Now(), a.Reason })
-			resigning := from == Master && a.To == Initialize && !i.shuttingDown(acts)
-			if !resigning { // a resigning master keeps the VIP: see Run
+			if a.To == Master || !keep {
 				i.handingOver = false
 				decide(i.cfg.VIP, a.To == Master)
 			}
 		}
 	}
 	i.setStatus(func(s *Status) { s.Master = i.m.Master() })
-}
-
-// shuttingDown tells the process's shutdown from a resignation: both send
-// priority 0 and go to Initialize, only the shutdown says so.
-func (i *Instance) shuttingDown(acts []Action) bool {
-	for _, a := range acts {
-		if a.Changed && a.Reason == reasonShutdown {
-			return true
-		}
-	}
-	return false
 }
 
 // handedOver releases the VIP a resigned master kept, if it kept it.
