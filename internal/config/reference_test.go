@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/novaedge/cpvip/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of docs/configuration.md")
@@ -16,25 +18,9 @@ const (
 
 // TestReferenceDoc fails when docs/configuration.md drifts from the Config struct.
 func TestReferenceDoc(t *testing.T) {
-	const path = "../../docs/configuration.md"
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, rest, ok1 := strings.Cut(string(doc), refBegin)
-	_, after, ok2 := strings.Cut(rest, refEnd)
-	if !ok1 || !ok2 {
-		t.Fatalf("%s lacks the generated-section markers", path)
-	}
-	want := before + refBegin + Reference() + refEnd + after
-	if *update {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if string(doc) != want {
-		t.Errorf("%s is out of date with internal/config: run go test ./internal/config -run TestReferenceDoc -update", path)
+	if err := docgen.Check("../../docs/configuration.md", refBegin, refEnd, Reference(), *update,
+		"go test ./internal/config -run TestReferenceDoc -update"); err != nil {
+		t.Error(err)
 	}
 }
 
