@@ -50,8 +50,7 @@ type Transition struct {
 // one request at a time, so at most one is in flight.
 type Checker struct {
 	cfg     Config
-	probe   *probe
-	live    *url.URL
+	probe   *probe   // asks its URL, /livez, unless told another
 	ready   *url.URL // nil: no drain detection
 	tokens  *tokenSource
 	log     *slog.Logger
@@ -110,7 +109,6 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 	return &Checker{
 		cfg:    cfg,
 		probe:  p,
-		live:   p.url,
 		ready:  ready,
 		tokens: newTokenSource(cfg.TokenPath, now),
 		log:    log,
@@ -140,7 +138,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if tok.value != "" {
 		header.Set("Authorization", "Bearer "+tok.value)
 	}
-	u := c.live
+	u := c.probe.url
 	if c.ready != nil {
 		u = c.ready
 	}
@@ -150,7 +148,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 		case status == http.StatusInternalServerError && bytes.Contains(c.probe.body, shutdownFailed):
 			return Result{Draining: true, Status: status, Reason: "the apiserver is shutting down (/readyz: shutdown check failed)", Duration: time.Since(start)}
 		case status != http.StatusOK && status != http.StatusUnauthorized && status != http.StatusForbidden:
-			status, err = c.probe.get(ctx, c.live, header)
+			status, err = c.probe.get(ctx, c.probe.url, header)
 		}
 	}
 	d := time.Since(start)

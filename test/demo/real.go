@@ -124,15 +124,5 @@ var realEnv = []string{"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=250ms", "NOVAEDGE_CP_VIP
 // firstOK waits for the client's first successful request sent at or after
 // from and returns when its answer came.
 func firstOK(probe *lab.Process, from time.Time) (time.Time, error) {
-	var at time.Time
-	err := lab.Eventually(2*time.Minute, func() error {
-		for _, s := range lab.Samples(probe) {
-			if s.OK && !s.At.Before(from) {
-				at = s.Done()
-				return nil
-			}
-		}
-		return fmt.Errorf("no request through the VIP succeeded")
-	})
-	return at, err
+	return lab.FirstOK(probe, from, 2*time.Minute)
 }

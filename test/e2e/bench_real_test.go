@@ -42,7 +42,7 @@ func (g *realGroup) settled(c *realCluster) error {
 	}
 	return lab.Eventually(time.Minute, func() error {
 		now := time.Now()
-		ss := lab.Samples(g.probe)
+		ss := lab.RecentSamples(g.probe, 300) // a second is about 100 lines
 		ok, failed, _ := lab.RequestCounts(ss, now.Add(-time.Second), now)
 		if failed > 0 || ok < 20 {
 			return fmt.Errorf("%s: %d ok, %d failed in the last second", g.tool, ok, failed)

@@ -82,16 +82,7 @@ func (c *realCluster) startControlPlane(t testing.TB) {
 // at or after from, and returns when its answer came.
 func waitFirstOK(t testing.TB, p *lab.Process, from time.Time, d time.Duration) time.Time {
 	t.Helper()
-	var at time.Time
-	err := lab.Eventually(d, func() error {
-		for _, s := range lab.Samples(p) {
-			if s.OK && !s.At.Before(from) {
-				at = s.Done()
-				return nil
-			}
-		}
-		return fmt.Errorf("no successful request through the VIP yet")
-	})
+	at, err := lab.FirstOK(p, from, d)
 	if err != nil {
 		t.Fatal(err)
 	}

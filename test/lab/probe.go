@@ -18,10 +18,19 @@ type Sample struct {
 // Done is when the answer (or the error) came.
 func (s Sample) Done() time.Time { return s.At.Add(s.Latency) }
 
-// Samples parses the client tool's lines: "UNIXMILLI ok|fail LATENCY [error]".
-func Samples(p *Process) []Sample {
+// Samples parses every line of the client tool so far:
+// "UNIXMILLI ok|fail LATENCY [error]".
+func Samples(p *Process) []Sample { return parseSamples(p.linesFrom(0)) }
+
+// RecentSamples parses the client tool's last n lines only: for polling
+// while a long run's output grows.
+func RecentSamples(p *Process, n int) []Sample {
+	return parseSamples(p.linesFrom(max(0, p.Lines()-n)))
+}
+
+func parseSamples(lines []string) []Sample {
 	var out []Sample
-	for _, l := range strings.Split(p.Output(), "\n") {
+	for _, l := range lines {
 		f := strings.SplitN(l, " ", 4)
 		if len(f) < 3 {
 			continue
@@ -38,6 +47,26 @@ func Samples(p *Process) []Sample {
 		out = append(out, s)
 	}
 	return out
+}
+
+// FirstOK waits up to d for the client's first successful request sent at
+// or after from and returns when its answer came. Each poll parses only
+// the lines added since the one before.
+func FirstOK(p *Process, from time.Time, d time.Duration) (time.Time, error) {
+	var at time.Time
+	seen := 0
+	err := Eventually(d, func() error {
+		lines := p.linesFrom(seen)
+		seen += len(lines)
+		for _, s := range parseSamples(lines) {
+			if s.OK && !s.At.Before(from) {
+				at = s.Done()
+				return nil
+			}
+		}
+		return fmt.Errorf("no request through the VIP succeeded")
+	})
+	return at, err
 }
 
 // RequestCounts counts the client's requests sent in [from, to).

@@ -164,6 +164,16 @@ func containsAll(s string, parts []string) bool {
 	return true
 }
 
+// linesFrom returns a copy of the output lines from index i on.
+func (p *Process) linesFrom(i int) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i >= len(p.lines) {
+		return nil
+	}
+	return append([]string(nil), p.lines[i:]...)
+}
+
 // Line returns output line i.
 func (p *Process) Line(i int) string {
 	p.mu.Lock()
