@@ -32,6 +32,9 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprint(stdout, config.Describe(cfg))
+	if cfg.IPv6OverIPv4() {
+		fmt.Fprintln(stderr, "note: no IPv6 BGP peer: the IPv6 VIP is announced over the IPv4 sessions (MP-BGP) with an IPv6 next hop; the routers must activate IPv6 unicast for these neighbours")
+	}
 	fmt.Fprintln(stderr, "configuration is valid")
 	return exitOK
 }

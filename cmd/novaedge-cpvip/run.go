@@ -149,6 +149,9 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 	for _, p := range cfg.BGPPeerList() {
 		peers = append(peers, bgp.Peer{Address: p.Address, AS: p.AS, Password: p.Password, Multihop: uint8(p.Multihop)})
 	}
+	if err := setIPv6NextHops(ctx, cfg, peers, log); err != nil {
+		return nil, err
+	}
 	communities := make([]uint32, len(cfg.BGPCommunities))
 	for i, c := range cfg.BGPCommunities {
 		communities[i] = c.Uint32()

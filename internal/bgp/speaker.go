@@ -21,6 +21,9 @@ type Peer struct {
 	AS       uint32
 	Password string // TCP MD5 for this peer; empty = Config.Password; never logged
 	Multihop uint8  // eBGP multihop TTL for this peer; 0 = Config.Multihop
+	// NextHop6, on an IPv4 peer, makes the session carry IPv6 routes too
+	// (MP-BGP) with this next hop; see crossfamily.go.
+	NextHop6 netip.Addr
 }
 
 // Config is what a Speaker needs; cmd fills it from config.Config.
@@ -92,6 +95,9 @@ func (sp *Speaker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching BGP peers: %w", err)
 	}
+	if err := sp.addNextHopPolicy(ctx); err != nil {
+		return err
+	}
 	for _, p := range sp.cfg.Peers {
 		if err := sp.s.AddPeer(ctx, &api.AddPeerRequest{Peer: sp.apiPeer(p)}); err != nil {
 			return fmt.Errorf("adding BGP peer %s: %w", p.Address, err)
@@ -102,17 +108,12 @@ func (sp *Speaker) Start(ctx context.Context) error {
 
 func (sp *Speaker) apiPeer(p Peer) *api.Peer {
 	hold := uint64(sp.cfg.HoldTime / time.Second)
-	afi := api.Family_AFI_IP
-	if p.Address.Is6() {
-		afi = api.Family_AFI_IP6
-	}
 	password, multihop := cmp.Or(p.Password, sp.cfg.Password), cmp.Or(p.Multihop, sp.cfg.Multihop)
 	peer := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: p.Address.String(), PeerAsn: p.AS, AuthPassword: password},
 		Timers: &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: max(hold/3, 1),
 			ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleHoldTimeAfterReset}},
-		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{
-			Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true}}},
+		AfiSafis: families(p),
 	}
 	if multihop > 0 {
 		peer.EbgpMultihop = &api.EbgpMultihop{Enabled: true, MultihopTtl: uint32(multihop)}
@@ -120,7 +121,8 @@ func (sp *Speaker) apiPeer(p Peer) *api.Peer {
 	return peer
 }
 
-// Announce advertises vip to the peers of its address family (idempotent).
+// Announce advertises vip to the peers of its address family, and an IPv6
+// VIP to the IPv4 peers with a NextHop6 (idempotent).
 func (sp *Speaker) Announce(vip netip.Prefix) error {
 	p, err := sp.path(vip, false)
 	if err != nil {

@@ -39,7 +39,7 @@ type Config struct {
 	BGPPassword    string        `envconfig:"NOVAEDGE_BGP_PASSWORD" flag:"bgp-password" secret:"true" desc:"BGP: TCP MD5 password for every peer without one of its own; empty = none."`
 	BGPHoldTime    time.Duration `envconfig:"NOVAEDGE_BGP_HOLD_TIME" flag:"bgp-hold-time" default:"9s" desc:"BGP: hold time in whole seconds, 3s-65535s (keepalive = hold/3)."`
 	BGPMultihop    int           `envconfig:"NOVAEDGE_BGP_MULTIHOP" flag:"bgp-multihop" default:"0" desc:"BGP: eBGP multihop TTL 1-255; 0 = directly connected peers."`
-	BGPNextHop     netip.Addr    `envconfig:"NOVAEDGE_BGP_NEXT_HOP" flag:"bgp-next-hop" desc:"BGP: next hop to advertise; empty = the session's local address."`
+	BGPNextHop     netip.Addr    `envconfig:"NOVAEDGE_BGP_NEXT_HOP" flag:"bgp-next-hop" desc:"BGP: next hop to advertise for the VIPs of its address family; empty = the session's local address. An IPv6 VIP with only IPv4 peers goes over the IPv4 sessions (MP-BGP) with an IPv6 next hop: this address if it is IPv6, else the first global IPv6 address of the interface toward each peer."`
 	BGPCommunities Communities   `envconfig:"NOVAEDGE_BGP_COMMUNITIES" flag:"bgp-communities" desc:"BGP: standard communities AS:VAL (comma-separated) attached to the VIP route."`
 
 	BFDEnabled    bool          `envconfig:"NOVAEDGE_BFD_ENABLED" flag:"bfd" default:"false" desc:"BFD with every BGP peer (bgp mode)."`

@@ -150,7 +150,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"community", merge(bgp, map[string]string{"NOVAEDGE_BGP_COMMUNITIES": "65000:70000"}), "NOVAEDGE_BGP_COMMUNITIES"},
 		{"bfd auth key", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "keyed-sha1"}), "NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key): is required"},
 		{"secret redacted", merge(bgp, map[string]string{"NOVAEDGE_BFD_AUTH": "simple", "NOVAEDGE_BFD_AUTH_KEY": "0123456789abcdefXYZ"}), `NOVAEDGE_BFD_AUTH_KEY (--bfd-auth-key)="<redacted>"`},
-		{"IPv6 VIP needs an IPv6 peer", merge(bgp, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128"}), "no peer of the address family of VIP 2001:db8::100/128"},
+		{"IPv4 VIP needs an IPv4 peer", merge(bgp, map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_BGP_PEER_ADDRESS": "2001:db8::1"}), "NOVAEDGE_BGP_PEER_ADDRESS (--bgp-peer-address)=\"[2001:db8::1]@65000\": no IPv4 peer for VIP 192.0.2.100/32"},
 		{"bfd without bgp", map[string]string{"NOVAEDGE_BFD_ENABLED": "true"}, "NOVAEDGE_BFD_ENABLED"},
 		{"bfd interval", merge(bgp, map[string]string{"NOVAEDGE_BFD_TX_INTERVAL": "0s"}), "NOVAEDGE_BFD_TX_INTERVAL"},
 		{"empty number is unset", map[string]string{"NOVAEDGE_CP_VIP_VRID": " ", "NOVAEDGE_CP_VIP_PRIORITY": "0"}, "NOVAEDGE_CP_VIP_PRIORITY"},
@@ -190,6 +190,28 @@ func TestBGPConfig(t *testing.T) {
 	}
 	if c.BGPCommunities[0].Uint32() != 65000<<16|100 || c.BGPLocalAS != 4200000000 || c.Mode != ModeBGP {
 		t.Errorf("got %+v", c)
+	}
+}
+
+// TestIPv6VIPOverIPv4Sessions: a dual-stack VIP with IPv4 peers only is
+// valid (the IPv6 route goes over the IPv4 sessions, MP-BGP), as kube-vip
+// manifests have it; with an IPv6 peer it goes over that one.
+func TestIPv6VIPOverIPv4Sessions(t *testing.T) {
+	env := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8:ffff::100/128", "NOVAEDGE_CP_VIP_MODE": "bgp",
+		"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11", "NOVAEDGE_BGP_PEERS": "192.0.2.1@65001,198.51.100.1@65001"}
+	c, err := load(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.IPv6OverIPv4() {
+		t.Error("IPv6OverIPv4 = false with IPv4 peers only")
+	}
+	c, err = load(t, merge(env, map[string]string{"NOVAEDGE_BGP_PEERS": "192.0.2.1@65001,[2001:db8::1]@65001"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IPv6OverIPv4() {
+		t.Error("IPv6OverIPv4 = true with an IPv6 peer")
 	}
 }
 

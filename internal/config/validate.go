@@ -140,23 +140,45 @@ func (c *Config) validateBGP() error {
 	return nil
 }
 
-// validateBGPFamilies: a VIP is announced over sessions of its own family
-// (an IPv6 route over an IPv4 session gets a mapped next hop routers reject).
+// validateBGPFamilies: an IPv4 VIP needs an IPv4 peer; an IPv6 VIP goes over
+// IPv6 sessions, or over the IPv4 ones (MP-BGP) when there is no IPv6 peer.
 func (c *Config) validateBGPFamilies() error {
 	for _, vip := range c.VIPAddress {
-		found := false
-		for _, p := range c.BGPPeerList() {
-			found = found || p.Address.Is6() == vip.Addr().Is6()
+		if vip.Addr().Is6() || len(c.BGPPeersOf(false)) > 0 {
+			continue
 		}
-		if !found {
-			field := "BGPPeers"
-			if len(c.BGPPeers) == 0 {
-				field = "BGPPeerAddress"
-			}
-			return errorf(field, c.BGPPeerList(), "no peer of the address family of VIP %s (routes go over sessions of their own family)", vip)
+		field := "BGPPeers"
+		if len(c.BGPPeers) == 0 {
+			field = "BGPPeerAddress"
 		}
+		return errorf(field, c.BGPPeerList(), "no IPv4 peer for VIP %s (IPv4 routes go over IPv4 sessions; IPv6 sessions carry only IPv6 VIPs)", vip)
 	}
 	return nil
+}
+
+// BGPPeersOf returns the BGP peers of one address family.
+func (c *Config) BGPPeersOf(v6 bool) PeerList {
+	var out PeerList
+	for _, p := range c.BGPPeerList() {
+		if p.Address.Is6() == v6 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// IPv6OverIPv4 says whether an IPv6 VIP is announced over IPv4 sessions
+// (there is no IPv6 peer).
+func (c *Config) IPv6OverIPv4() bool {
+	if c.Mode != ModeBGP || len(c.BGPPeersOf(true)) > 0 {
+		return false
+	}
+	for _, vip := range c.VIPAddress {
+		if vip.Addr().Is6() {
+			return true
+		}
+	}
+	return false
 }
 
 // BGPPeerList returns the BGP peers from either NOVAEDGE_BGP_PEERS or the single-peer pair.

@@ -232,10 +232,28 @@ func (r *Result) bgp(take func(string) (string, bool)) error {
 	if pass != "" {
 		r.Vars["NOVAEDGE_BGP_PASSWORD"] = pass
 	}
+	r.mpbgp(take)
 	if pass != "" || strings.Contains(r.Vars["NOVAEDGE_BGP_PEERS"], "password=") {
 		r.Notes = append(r.Notes, "BGP passwords are in the output: keep the env file readable by root only (mode 0600)")
 	}
 	return nil
+}
+
+// mpbgp maps kube-vip's fixed IPv6 next hop for IPv6 routes over IPv4
+// sessions; its automatic modes are what we do anyway.
+func (r *Result) mpbgp(take func(string) (string, bool)) {
+	mode, hasMode := take("mpbgp_nexthop")
+	v6, _ := take("mpbgp_ipv6")
+	switch {
+	case mode == "fixed" && v6 != "":
+		r.Vars["NOVAEDGE_BGP_NEXT_HOP"] = v6
+		return
+	case v6 != "":
+		r.Dropped = append(r.Dropped, "mpbgp_ipv6="+v6+": used only with mpbgp_nexthop=fixed")
+	}
+	if hasMode {
+		r.drop("mpbgp_nexthop", mode)
+	}
 }
 
 // parsePeers reads kube-vip's bgp_peers: ADDR:AS[:PASSWORD[:MULTIHOP]]
@@ -349,12 +367,17 @@ func (r *Result) dropRest(env map[string]string) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		why := "not a variable of kube-vip v1.2: ignored (a typo?)"
-		if v, ok := lookupVar(n); ok {
-			why = v.Why
-		}
-		r.Dropped = append(r.Dropped, n+"="+redact(n, env[n])+": "+why)
+		r.drop(n, env[n])
 	}
+}
+
+// drop reports a setting we do not take, with the table's reason.
+func (r *Result) drop(name, value string) {
+	why := "not a variable of kube-vip v1.2: ignored (a typo?)"
+	if v, ok := lookupVar(name); ok {
+		why = v.Why
+	}
+	r.Dropped = append(r.Dropped, name+"="+redact(name, value)+": "+why)
 }
 
 func redact(name, v string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,6 +27,20 @@ func TestConvert(t *testing.T) {
 			"NOVAEDGE_BGP_PEERS":     "198.51.100.1@65001?password=s3cret,198.51.100.2@65001?password=other%26pw",
 			"NOVAEDGE_BGP_HOLD_TIME": "15s", "NOVAEDGE_CP_VIP_LOG_LEVEL": "debug", "NOVAEDGE_CP_VIP_API_PORT": "6443",
 		}, []string{"bgp_keepalive_interval", "svc_enable"}},
+		{"testdata/bgp-dualstack-pod.yaml", map[string]string{
+			"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8:ffff::100/128", "NOVAEDGE_CP_VIP_INTERFACE": "lo",
+			"NOVAEDGE_CP_VIP_MODE": "bgp", "NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11",
+			"NOVAEDGE_BGP_PEERS": "192.0.2.1@65001?password=s3cret,198.51.100.1@65001", "NOVAEDGE_CP_VIP_API_PORT": "6443",
+			"NOVAEDGE_CP_VIP_HEALTH_INTERVAL": "2s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "4",
+		}, []string{"vip_nodename", "dns_mode", "cp_namespace", "prometheus_server"}},
+		{"testdata/bgp-ipv6-pod.yaml", map[string]string{
+			"NOVAEDGE_CP_VIP_ADDRESS": "2001:db8:ffff::100/128", "NOVAEDGE_CP_VIP_INTERFACE": "lo", "NOVAEDGE_CP_VIP_MODE": "bgp",
+			"NOVAEDGE_BGP_LOCAL_AS": "65002", "NOVAEDGE_BGP_ROUTER_ID": "198.51.100.11", "NOVAEDGE_BGP_PEER_ADDRESS": "2001:db8:1::1",
+			"NOVAEDGE_BGP_PEER_AS": "65001", "NOVAEDGE_BGP_PASSWORD": "s3cret", "NOVAEDGE_CP_VIP_API_PORT": "6443",
+		}, nil},
+		{"testdata/arp-ipv6-pod.yaml", map[string]string{
+			"NOVAEDGE_CP_VIP_ADDRESS": "2001:db8:1::100/128", "NOVAEDGE_CP_VIP_INTERFACE": "eth0", "NOVAEDGE_CP_VIP_API_PORT": "6443",
+		}, []string{"vip_leaderelection", "vip_leasename"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -116,7 +131,8 @@ func TestVarsAccounted(t *testing.T) {
 		"port": "6443", "bgp_enable": "true", "bgp_as": "65002", "bgp_routerid": "192.0.2.11", "bgp_peers": "192.0.2.1:65001",
 		"bgp_peeraddress": "192.0.2.1", "bgp_peeras": "65001", "bgp_hold_time": "9", "vip_loglevel": "4", "vip_arpRate": "3000",
 		"control_plane_health_check_address": "https://127.0.0.1:6443/livez", "control_plane_health_check_period_seconds": "2",
-		"control_plane_health_check_timeout_seconds": "1", "control_plane_health_check_failure_threshold": "4"}
+		"control_plane_health_check_timeout_seconds": "1", "control_plane_health_check_failure_threshold": "4",
+		"mpbgp_nexthop": "fixed", "mpbgp_ipv6": "2001:db8::11"}
 	var doc strings.Builder
 	doc.WriteString("kind: Pod\nspec:\n  containers:\n  - name: kube-vip\n    image: ghcr.io/kube-vip/kube-vip:v1.2.3\n    env:\n")
 	for _, v := range Vars {
@@ -169,7 +185,8 @@ func TestDualStack(t *testing.T) {
 }
 
 func FuzzConvert(f *testing.F) {
-	for _, p := range []string{"testdata/arp-pod.yaml", "testdata/bgp-daemonset.yaml"} {
+	files, _ := filepath.Glob("testdata/*.yaml")
+	for _, p := range files {
 		b, _ := os.ReadFile(p)
 		f.Add(b)
 	}

@@ -26,7 +26,7 @@ const (
 	noRouting = "routing-table mode is not supported: L2 binds the VIP on the interface, BGP announces it"
 	noZebra   = "Zebra (FRR) integration is not used: the embedded GoBGP speaker talks BGP itself"
 	noMetal   = "Equinix Metal's API is not used"
-	noMPBGP   = "IPv6 routes over IPv4 sessions are not supported: give IPv6 VIPs an IPv6 peer"
+	autoMPBGP = "an IPv6 VIP with no IPv6 peer goes over the IPv4 sessions (MP-BGP) by itself, next hop the IPv6 address of the interface toward each peer (kube-vip's auto_sourceif)"
 )
 
 // Vars is every environment variable kube-vip v1.2 reads, as its
@@ -87,9 +87,9 @@ var Vars = []Var{
 	{"zebra_url", "", noZebra},
 	{"zebra_version", "", noZebra},
 	{"zebra_software_name", "", noZebra},
-	{"mpbgp_nexthop", "", noMPBGP},
-	{"mpbgp_ipv4", "", noMPBGP},
-	{"mpbgp_ipv6", "", noMPBGP},
+	{"mpbgp_nexthop", "NOVAEDGE_BGP_NEXT_HOP", "fixed: mpbgp_ipv6 is the next hop; otherwise dropped: " + autoMPBGP},
+	{"mpbgp_ipv4", "", "IPv4 routes go over IPv4 sessions only, with the session's address as next hop"},
+	{"mpbgp_ipv6", "NOVAEDGE_BGP_NEXT_HOP", "with mpbgp_nexthop=fixed: the IPv6 next hop of the IPv6 VIP over IPv4 sessions"},
 	{"cp_namespace", "", noAPI},
 	{"cp_detect", "", "the apiserver is always checked on localhost:NOVAEDGE_CP_VIP_API_PORT"},
 	{"kubernetes_addr", "", noAPI},

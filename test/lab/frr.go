@@ -244,6 +244,19 @@ func BGPRouterConfigAS(routerID netip.Addr, neighbors []netip.Addr, as map[netip
 	return s.String()
 }
 
+// IPv6OverIPv4 renders the bgpd.conf lines (inside "router bgp", after
+// BGPRouterConfig's) that activate IPv6 unicast on IPv4 neighbours: MP-BGP,
+// IPv6 routes over IPv4 sessions.
+func IPv6OverIPv4(neighbors []netip.Addr) string {
+	var s strings.Builder
+	s.WriteString(" address-family ipv6 unicast\n  maximum-paths 8\n")
+	for _, n := range neighbors {
+		fmt.Fprintf(&s, "  neighbor %s activate\n", n)
+	}
+	s.WriteString(" exit-address-family\n")
+	return s.String()
+}
+
 // BFDRouterConfig renders bfdd.conf: a profile "fast" with the interval in
 // milliseconds and the multiplier; the sessions come from bgpd's "neighbor X
 // bfd profile fast". FRR 8.4's bgpd registers each session with local
