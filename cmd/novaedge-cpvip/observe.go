@@ -47,9 +47,12 @@ func (d *daemon) snapshot() status.Snapshot {
 	for a, n := range d.rec.Counts() {
 		s.Reconcile[string(a)] = n
 	}
+	s.FailOpen.Enabled = d.cfg.FailOpen
 	if d.vrrp != nil {
+		s.FailOpen.InForce, s.FailOpen.Reason = d.vrrp.FailOpen()
 		drops := map[string]uint64{}
 		for _, in := range d.vrrp.Statuses() {
+			s.FailOpen.Priority = in.Priority
 			s.VRRP = append(s.VRRP, status.VRRP{VIP: in.VIP.String(), State: in.State.String(), Master: addrString(in.Master.String()),
 				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason})
 			for r, n := range in.Drops {

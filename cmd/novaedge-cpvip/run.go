@@ -113,25 +113,28 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		checker: checker, rec: rec, ifname: ifname, vrrp: elector}, nil
 }
 
-// buildVRRP opens one VRRP instance per VIP (one per address family).
+// buildVRRP opens one VRRP transport per VIP (one per address family) and
+// runs one election over them, so one node holds every VIP.
 func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elector, error) {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
 	}
-	var instances []*vrrp.Instance
+	conns := make([]vrrp.Transport, 0, len(cfg.VIPAddress))
 	for _, vip := range cfg.VIPAddress {
 		v6 := vip.Addr().Is6()
 		conn, err := vrrp.Listen(ifname, v6, cfg.PeersOf(v6), vips)
 		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
 			return nil, err
 		}
-		instances = append(instances, vrrp.NewInstance(vrrp.Config{
-			VIP: vip, VRID: uint8(cfg.VRID), Priority: uint8(cfg.Priority),
-			Interval: cfg.AdvertInterval, Preempt: cfg.Preempt,
-		}, conn, log.With("component", "vrrp", "vip", vip)))
+		conns = append(conns, conn)
 	}
-	return vrrp.NewElector(instances, log), nil
+	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval,
+		Preempt: cfg.Preempt}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
+	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
 }
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the

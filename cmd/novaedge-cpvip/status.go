@@ -78,6 +78,9 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 	fmt.Fprintf(tw, "novaedge-cpvip %s\tmode %s\tinterface %s\tup %s\tready %v\n", s.Version, s.Mode, s.Interface, up, s.Ready)
 	fmt.Fprintf(tw, "apiserver\t%s\t%s\tchecks ok %d / failed %d\t%s\n", s.Health.State, s.Health.URL,
 		s.Health.Checks["success"], s.Health.Checks["failure"], s.Health.LastReason)
+	if s.FailOpen.InForce {
+		fmt.Fprintf(tw, "fail open\tIN FORCE: no node is healthy, so this one keeps the VIP\tits own check: %s\n", s.FailOpen.Reason)
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "VIP\tHELD")
 	for _, v := range s.VIPs {

@@ -16,8 +16,8 @@ type HealthChecker interface {
 
 // Elector decides whether this node holds each VIP.
 type Elector interface {
-	// SetCandidate says whether the local apiserver is healthy.
-	SetCandidate(healthy bool)
+	// SetHealthy says whether the local apiserver is healthy, and why not.
+	SetHealthy(ok bool, reason string)
 	// Run decides until ctx ends, calling decide on every change. When it
 	// returns, this node has resigned (VRRP: priority 0 sent).
 	Run(ctx context.Context, decide func(vip netip.Prefix, hold bool))
@@ -90,7 +90,7 @@ func (a *Agent) Run(ctx context.Context) {
 				reason = fmt.Sprintf("status %d", tr.Last.Status)
 			}
 			a.record(tr.State.String(), "", reason)
-			a.Elector.SetCandidate(tr.State == health.Healthy)
+			a.Elector.SetHealthy(tr.State == health.Healthy, reason)
 			continue
 		case <-ctx.Done():
 		}

@@ -112,8 +112,8 @@ func TestAgentFollowsHealthAndShutsDownInOrder(t *testing.T) {
 
 func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
 	e := NewHealthElector([]netip.Prefix{vip4}, quiet)
-	e.SetCandidate(true)
-	e.SetCandidate(false) // replaces the value not yet taken
+	e.SetHealthy(true, "")
+	e.SetHealthy(false, "status 500") // replaces the value not yet taken
 	var got []bool
 	ctx, cancel := context.WithCancel(context.Background())
 	go e.Run(ctx, func(_ netip.Prefix, hold bool) { got = append(got, hold); cancel() })

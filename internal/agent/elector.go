@@ -19,8 +19,8 @@ func NewHealthElector(vips []netip.Prefix, log *slog.Logger) *HealthElector {
 	return &HealthElector{vips: vips, log: log, candidate: make(chan bool, 1)}
 }
 
-// SetCandidate implements Elector. Only the agent's goroutine calls it.
-func (e *HealthElector) SetCandidate(healthy bool) {
+// SetHealthy implements Elector. Only the agent's goroutine calls it.
+func (e *HealthElector) SetHealthy(healthy bool, _ string) {
 	select {
 	case <-e.candidate: // drop a value not yet taken: the latest wins
 	default:

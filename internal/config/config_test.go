@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{
 		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
-		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true,
+		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
 		FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", Mode: ModeL2, VRID: 51,
 		Priority: 100, AdvertInterval: time.Second, GARPRepeat: 3, BGPHoldTime: 9 * time.Second,
@@ -133,6 +133,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"mode", map[string]string{"NOVAEDGE_CP_VIP_MODE": "l3"}, `NOVAEDGE_CP_VIP_MODE (--mode)="l3": must be one of l2, bgp`},
 		{"vrid", map[string]string{"NOVAEDGE_CP_VIP_VRID": "256"}, "NOVAEDGE_CP_VIP_VRID (--vrid)=\"256\": must be 1-255"},
 		{"priority 255", map[string]string{"NOVAEDGE_CP_VIP_PRIORITY": "255"}, "NOVAEDGE_CP_VIP_PRIORITY"},
+		{"priority 1 is fail open's", map[string]string{"NOVAEDGE_CP_VIP_PRIORITY": "1"}, "NOVAEDGE_CP_VIP_PRIORITY (--priority)=\"1\": must be 2-254"},
 		{"advert too small", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "5ms"}, "NOVAEDGE_CP_VIP_ADVERT_INTERVAL"},
 		{"advert not centiseconds", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "105ms"}, "multiple of 10ms"},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
@@ -237,9 +238,9 @@ func TestFieldsComplete(t *testing.T) {
 		seenEnv[f.Env], seenFlag[f.Flag] = true, true
 	}
 	// The spec's table (36) plus the drain switch and the fast re-check
-	// interval that its health section asks for.
-	if len(Fields()) != 38 {
-		t.Errorf("%d variables, want the spec's 36 + 2", len(Fields()))
+	// interval that its health section asks for, and the fail-open switch.
+	if len(Fields()) != 39 {
+		t.Errorf("%d variables, want the spec's 36 + 3", len(Fields()))
 	}
 }
 

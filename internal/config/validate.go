@@ -70,6 +70,8 @@ func (c *Config) validateL2() error {
 		return errorf("VRID", c.VRID, "must be 1-255")
 	case c.Priority < 1 || c.Priority > 254:
 		return errorf("Priority", c.Priority, "must be 1-254 (255 is reserved for the address owner, 0 for resigning)")
+	case c.Priority == 1 && c.FailOpen:
+		return errorf("Priority", c.Priority, "must be 2-254: 1 is the fail-open priority of an unhealthy node (or set NOVAEDGE_CP_VIP_FAIL_OPEN=false)")
 	case c.AdvertInterval < 10*time.Millisecond || c.AdvertInterval > 40950*time.Millisecond:
 		return errorf("AdvertInterval", c.AdvertInterval, "must be 10ms-40.95s")
 	case c.AdvertInterval%(10*time.Millisecond) != 0:

@@ -18,6 +18,7 @@ type Metrics struct {
 	journal  *Journal
 
 	vipHeld, vrrpState, bgpUp, bfdUp   *prometheus.Desc
+	failOpen                           *prometheus.Desc
 	checks, transitions, actions, drop *prometheus.Desc
 }
 
@@ -30,6 +31,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		snapshot:    snapshot,
 		journal:     journal,
 		vipHeld:     prometheus.NewDesc(ns+"_vip_held", "1 while this node holds the VIP.", []string{"vip"}, nil),
+		failOpen:    prometheus.NewDesc(ns+"_fail_open", "1 while this node holds the VIP only because no node is healthy (fail open).", nil, nil),
 		vrrpState:   prometheus.NewDesc(ns+"_vrrp_state", "VRRP state per VIP: 0 initialize, 1 backup, 2 master.", []string{"vip"}, nil),
 		bgpUp:       prometheus.NewDesc(ns+"_bgp_peer_up", "1 while the BGP session with the peer is established.", []string{"peer"}, nil),
 		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),
@@ -48,7 +50,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.vipHeld, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop} {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop} {
 		ch <- d
 	}
 }
@@ -65,6 +67,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, v := range s.VIPs {
 		gauge(m.vipHeld, boolf(v.Held), v.Address)
 	}
+	gauge(m.failOpen, boolf(s.FailOpen.InForce))
 	for _, v := range s.VRRP {
 		gauge(m.vrrpState, float64(map[string]int{"backup": 1, "master": 2}[v.State]), v.VIP)
 	}

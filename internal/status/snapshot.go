@@ -11,6 +11,7 @@ type Snapshot struct {
 	Ready       bool                         `json:"ready"`
 	Health      Health                       `json:"health"`
 	VIPs        []VIP                        `json:"vips"`
+	FailOpen    FailOpen                     `json:"fail_open"`
 	VRRP        []VRRP                       `json:"vrrp,omitempty"`
 	BGPPeers    []BGPPeer                    `json:"bgp_peers,omitempty"`
 	BFD         []BFDSession                 `json:"bfd_sessions,omitempty"`
@@ -27,6 +28,15 @@ type Health struct {
 	LastReason   string            `json:"last_reason,omitempty"`
 	LastDuration time.Duration     `json:"last_duration_ns"`
 	Checks       map[string]uint64 `json:"checks"` // result -> count
+}
+
+// FailOpen says whether this node holds the VIP only because no node is
+// healthy, and why this one is not.
+type FailOpen struct {
+	Enabled  bool   `json:"enabled"`  // NOVAEDGE_CP_VIP_FAIL_OPEN
+	InForce  bool   `json:"in_force"` // holding the VIP while unhealthy
+	Reason   string `json:"reason,omitempty"`
+	Priority uint8  `json:"vrrp_priority,omitempty"` // L2: our current VRRP priority
 }
 
 // VIP is one VIP and whether this node holds it.

@@ -7,70 +7,94 @@ import (
 	"sync"
 )
 
-// Elector runs one Instance per VIP (one per address family) and implements
-// the agent's elector: health makes the node a candidate in every instance.
+// Elector runs the node's one VRRP instance for every VIP and implements
+// the agent's elector: health sets our priority in it.
+//
+// Fail open: a node whose apiserver fails stays in the election with
+// FailOpenPriority once it has been healthy since it started, so the VIP
+// stays where it is while no node is healthy, still moves if its holder
+// dies, and goes to a healthy node within that node's skew time. A node
+// never healthy since it started takes no part, so nothing is bound before
+// bootstrap. With fail open off, an unhealthy node leaves the election.
 type Elector struct {
-	instances []*Instance
-	log       *slog.Logger
+	inst     *Instance
+	priority uint8 // when healthy
+	failOpen bool
+	log      *slog.Logger
+
+	mu        sync.Mutex // guards the fields below
+	seen      bool       // healthy at least once since start
+	unhealthy string     // why, while unhealthy
 }
 
-// NewElector returns an elector over instances.
-func NewElector(instances []*Instance, log *slog.Logger) *Elector {
-	return &Elector{instances: instances, log: log}
+// NewElector returns an elector over inst; priority is ours while healthy.
+func NewElector(inst *Instance, priority uint8, failOpen bool, log *slog.Logger) *Elector {
+	return &Elector{inst: inst, priority: priority, failOpen: failOpen, log: log}
 }
 
-// SetCandidate implements the agent's Elector.
-func (e *Elector) SetCandidate(healthy bool) {
+// SetHealthy implements the agent's Elector.
+func (e *Elector) SetHealthy(ok bool, reason string) {
+	e.mu.Lock()
+	e.seen = e.seen || ok
+	e.unhealthy = reason
+	if ok {
+		e.unhealthy = ""
+	}
+	seen := e.seen
+	e.mu.Unlock()
+	p := e.priority
 	switch {
-	case healthy:
-		e.log.Info("API server is healthy, joining VRRP election")
-	case e.holdsAny():
-		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0")
+	case ok:
+		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
+	case e.failOpen && seen:
+		p = FailOpenPriority
+		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority: a healthy node takes the VIP, none keeps it here",
+			"priority", p, "holding", e.holds(), "reason", reason)
+	case e.holds():
+		p = 0
+		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0", "reason", reason)
 	default:
-		e.log.Warn("API server is unhealthy, leaving VRRP election")
+		p = 0
+		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
 	}
-	for _, in := range e.instances {
-		in.SetCandidate(healthy)
-	}
+	e.inst.SetPriority(p)
 }
 
-func (e *Elector) holdsAny() bool {
-	for _, in := range e.instances {
-		if in.Status().State == Master {
-			return true
-		}
-	}
-	return false
+func (e *Elector) holds() bool { return e.inst.Status().State == Master }
+
+// FailOpen reports whether this node holds the VIP only because no node is
+// healthy (it is master with the fail-open priority), and why it is
+// unhealthy.
+func (e *Elector) FailOpen() (bool, string) {
+	st := e.inst.Status()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return st.State == Master && st.Priority == FailOpenPriority, e.unhealthy
 }
 
-// Run implements the agent's Elector: it runs every instance until ctx ends.
+// Run implements the agent's Elector: it runs the instance until ctx ends.
 func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex // decide is called from several instances
 	held := map[netip.Prefix]bool{}
-	for _, in := range e.instances {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in.Run(ctx, func(vip netip.Prefix, hold bool) {
-				mu.Lock()
-				defer mu.Unlock()
-				if hold && !held[vip] { // not for a re-announcement of a VIP held already
-					e.log.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")
-				}
-				held[vip] = hold
-				decide(vip, hold)
-			})
-		}()
-	}
-	wg.Wait()
+	e.inst.Run(ctx, func(vip netip.Prefix, hold bool) {
+		if hold && !held[vip] { // not for a re-announcement of a VIP held already
+			if keeping, why := e.FailOpen(); keeping {
+				e.log.Warn("No node is healthy: holding the VIP anyway (fail open)", "vip", vip, "vrrp", "master", "reason", why)
+			} else {
+				e.log.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")
+			}
+		}
+		held[vip] = hold
+		decide(vip, hold)
+	})
 }
 
-// Statuses returns a snapshot of every instance.
+// Statuses returns a snapshot per VIP: one election, so one state.
 func (e *Elector) Statuses() []Status {
-	out := make([]Status, len(e.instances))
-	for i, in := range e.instances {
-		out[i] = in.Status()
+	st := e.inst.Status()
+	out := make([]Status, len(e.inst.cfg.VIPs))
+	for k, vip := range e.inst.cfg.VIPs {
+		out[k] = st
+		out[k].VIP = vip
 	}
 	return out
 }

@@ -25,11 +25,13 @@ type Transport interface {
 // refreshEvery is how often the instance checks its interface is still the same one.
 const refreshEvery = time.Second
 
-// Config is one instance: one VIP of one address family.
+// Config is one instance: one election for the VIPs, one per address
+// family, so that one node holds them all. The first VIP's family decides:
+// its advertisements drive the state machine; the other family's are sent
+// alike (valid VRRPv3 for that family's listeners) and otherwise ignored.
 type Config struct {
-	VIP      netip.Prefix
+	VIPs     []netip.Prefix
 	VRID     uint8
-	Priority uint8
 	Interval time.Duration
 	Preempt  bool
 }
@@ -38,6 +40,7 @@ type Config struct {
 type Status struct {
 	VIP        netip.Prefix
 	State      State
+	Priority   uint8 // ours; 0 = not a candidate
 	Master     netip.Addr
 	Primary    netip.Addr
 	Sent       uint64
@@ -48,23 +51,23 @@ type Status struct {
 	Reason     string
 }
 
-// Instance runs the election for one VIP. Run owns the state machine; other
-// goroutines talk to it through SetCandidate and Status.
+// Instance runs the election for the VIPs. Run owns the state machine;
+// other goroutines talk to it through SetPriority and Status.
 type Instance struct {
-	cfg       Config
-	conn      Transport
-	log       *slog.Logger
-	m         *Machine
-	candidate chan bool
-	drops     Drops
-	sent      atomic.Uint64
-	received  atomic.Uint64
-	sendErrs  atomic.Uint64
+	cfg      Config
+	conns    []Transport // one per VIP, same order
+	log      *slog.Logger
+	m        *Machine
+	priority chan uint8
+	drops    Drops
+	sent     atomic.Uint64
+	received atomic.Uint64
+	sendErrs atomic.Uint64
 
-	lastReannounce time.Time                  // Run's goroutine only
-	announceAgain  bool                       // Run's goroutine only: start the again timer
-	handingOver    bool                       // Run's goroutine only: resigned, the VIP still bound
-	primary        atomic.Pointer[netip.Addr] // our source address, read by the reader goroutine
+	lastReannounce time.Time                    // Run's goroutine only
+	announceAgain  bool                         // Run's goroutine only: start the again timer
+	handingOver    bool                         // Run's goroutine only: resigned, the VIP still bound
+	primaries      []atomic.Pointer[netip.Addr] // our source address per family, read by the readers
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -91,20 +94,21 @@ func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 // reach the neighbours.
 const handoverGrace = 100 * time.Millisecond
 
-// NewInstance returns an instance that is not yet a candidate.
-func NewInstance(cfg Config, conn Transport, log *slog.Logger) *Instance {
-	return &Instance{cfg: cfg, conn: conn, log: log, candidate: make(chan bool, 1),
-		status: Status{VIP: cfg.VIP, State: Initialize}}
+// NewInstance returns an instance that is not yet a candidate; conns has
+// one transport per VIP of cfg, of its family.
+func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
+	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan uint8, 1),
+		primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
 }
 
-// SetCandidate says whether this node may hold the VIP (its apiserver is
-// healthy). Only the latest value counts.
-func (i *Instance) SetCandidate(ok bool) {
+// SetPriority sets our priority: 0 leaves the election (a master resigns),
+// 1-254 takes part with it. Only the latest value counts.
+func (i *Instance) SetPriority(p uint8) {
 	select {
-	case <-i.candidate:
+	case <-i.priority:
 	default:
 	}
-	i.candidate <- ok
+	i.priority <- p
 }
 
 // Status returns a snapshot.
@@ -122,20 +126,26 @@ type packet struct {
 	src netip.Addr
 }
 
-// Run runs the election until ctx ends, calling decide(vip, true) on
-// becoming master and decide(vip, false) on leaving it. On return it has
-// resigned: a master sent priority 0. It closes the transport.
+// Run runs the election until ctx ends, calling decide(vip, true) for every
+// VIP on becoming master and decide(vip, false) on leaving it. On return it
+// has resigned: a master sent priority 0. It closes the transports.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	// Not master yet, so the VIP must not be here (a killed earlier run may have left it).
-	decide(i.cfg.VIP, false)
-	primary := i.waitPrimary(ctx)
-	i.m = NewMachine(Params{VRID: i.cfg.VRID, Priority: i.cfg.Priority, Interval: i.cfg.Interval,
-		Preempt: i.cfg.Preempt, Primary: primary})
-	i.primary.Store(&primary)
+	// Not master yet, so the VIPs must not be here (a killed earlier run may have left them).
+	i.decideAll(decide, false)
+	for k := range i.conns {
+		p := i.waitPrimary(ctx, i.conns[k])
+		i.primaries[k].Store(&p)
+	}
+	primary := *i.primaries[0].Load()
+	i.m = NewMachine(Params{VRID: i.cfg.VRID, Interval: i.cfg.Interval, Preempt: i.cfg.Preempt, Primary: primary})
 	i.setStatus(func(s *Status) { s.Primary = primary })
 	packets := make(chan packet, 16)
-	stop, readDone := make(chan struct{}), make(chan struct{})
-	go func() { i.read(packets, stop); close(readDone) }()
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for k := range i.conns {
+		readers.Add(1)
+		go func() { defer readers.Done(); i.read(k, packets, stop) }()
+	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	refresh := time.NewTicker(refreshEvery)
@@ -153,7 +163,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.refresh()
 		case <-again.C:
 			if i.m.State() == Master {
-				decide(i.cfg.VIP, true)
+				i.decideAll(decide, true)
 			}
 		case <-handover.C:
 			why := "no other master announced itself"
@@ -165,18 +175,20 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
 			i.handedOver(decide, "shutting down")
 			close(stop)
-			i.conn.Close()
-			<-readDone
+			for _, c := range i.conns {
+				c.Close()
+			}
+			readers.Wait()
 			return
-		case ok := <-i.candidate:
+		case p := <-i.priority:
 			// Make before break: a master that resigns keeps the VIP bound
 			// until a backup has taken over, so that a client's packets in
 			// the skew time reach a node that answers — the draining
 			// apiserver serves them, a dead one's kernel refuses them at
 			// once — instead of vanishing into a SYN retransmission a
 			// second later.
-			resign := !ok && i.m.State() == Master
-			i.applyKeeping(i.m.SetCandidate(ok, time.Now()), decide, resign)
+			resign := p == 0 && i.m.State() == Master
+			i.applyKeeping(i.setPriority(p), decide, resign)
 			if resign {
 				i.handingOver, heard = true, false
 				handover.Reset(i.handoverWait())
@@ -190,7 +202,16 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				heard = true
 				handover.Reset(handoverGrace)
 			}
-			i.apply(i.m.Receive(p.adv, p.src, time.Now()), decide)
+			// A master that yields to a stronger one (a healthy node taking
+			// the VIP from a fail-open master) hands over the same way.
+			yield := i.m.State() == Master
+			acts := i.m.Receive(p.adv, p.src, time.Now())
+			yield = yield && i.m.State() == Backup
+			i.applyKeeping(acts, decide, yield)
+			if yield {
+				i.handingOver, heard = true, true
+				handover.Reset(handoverGrace)
+			}
 		case <-timer.C:
 			i.apply(i.m.Timeout(time.Now()), decide)
 		}
@@ -202,12 +223,30 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	}
 }
 
+// setPriority hands a new priority to the machine: 0 leaves the election,
+// anything else joins it or changes our priority in it.
+func (i *Instance) setPriority(p uint8) []Action {
+	i.setStatus(func(s *Status) { s.Priority = p })
+	if p == 0 {
+		return i.m.SetCandidate(false, time.Now())
+	}
+	acts := i.m.SetPriority(p, time.Now())
+	return append(acts, i.m.SetCandidate(true, time.Now())...)
+}
+
+// decideAll decides every VIP alike.
+func (i *Instance) decideAll(decide func(netip.Prefix, bool), hold bool) {
+	for _, vip := range i.cfg.VIPs {
+		decide(vip, hold)
+	}
+}
+
 // waitPrimary waits until the interface has an address to send from.
 // After link up, the IPv6 link-local address needs about a second of
 // duplicate address detection.
-func (i *Instance) waitPrimary(ctx context.Context) netip.Addr {
+func (i *Instance) waitPrimary(ctx context.Context, conn Transport) netip.Addr {
 	for tries := 0; ; tries++ {
-		p, err := i.conn.Primary()
+		p, err := conn.Primary()
 		if err == nil {
 			return p
 		}
@@ -222,10 +261,12 @@ func (i *Instance) waitPrimary(ctx context.Context) netip.Addr {
 	}
 }
 
-func (i *Instance) read(out chan<- packet, stop <-chan struct{}) {
+// read receives on transport k. Only the first family's advertisements
+// reach the machine; the others are counted and dropped.
+func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 	buf := make([]byte, 1500)
 	for {
-		a, src, err := i.conn.Receive(buf)
+		a, src, err := i.conns[k].Receive(buf)
 		var r Reason
 		switch {
 		case errors.As(err, &r):
@@ -240,11 +281,14 @@ func (i *Instance) read(out chan<- packet, stop <-chan struct{}) {
 		case a.VRID != i.cfg.VRID:
 			i.drops.Add(DropVRID)
 			continue
-		case src == *i.primary.Load():
+		case src == *i.primaries[k].Load():
 			i.drops.Add(DropOwn)
 			continue
 		}
 		i.received.Add(1)
+		if k > 0 {
+			continue
+		}
 		select {
 		case out <- packet{adv: a, src: src}:
 		case <-stop:
@@ -267,7 +311,7 @@ func (i *Instance) applyKeeping(acts []Action, decide func(netip.Prefix, bool), 
 		if a.Reannounce && time.Since(i.lastReannounce) >= reannounceEvery {
 			i.lastReannounce = time.Now()
 			i.log.Info("Another master is on the link, announcing the VIP again", "other", a.Other)
-			decide(i.cfg.VIP, true)
+			i.decideAll(decide, true)
 			i.announceAgain = true
 		}
 		if a.Changed {
@@ -276,7 +320,7 @@ func (i *Instance) applyKeeping(acts []Action, decide func(netip.Prefix, bool), 
 			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = a.To, time.Now(), a.Reason })
 			if a.To == Master || !keep {
 				i.handingOver = false
-				decide(i.cfg.VIP, a.To == Master)
+				i.decideAll(decide, a.To == Master)
 			}
 		}
 	}
@@ -290,38 +334,45 @@ func (i *Instance) handedOver(decide func(netip.Prefix, bool), why string) {
 	}
 	i.handingOver = false
 	i.log.Info("Handing the VIP over", "reason", why)
-	decide(i.cfg.VIP, false)
+	i.decideAll(decide, false)
 }
 
-// refresh reopens the transport on a re-created interface and takes a
+// refresh reopens a transport on a re-created interface and takes a
 // possibly new primary address.
 func (i *Instance) refresh() {
-	changed, err := i.conn.Refresh()
-	if err != nil {
-		i.log.Debug("VRRP interface check failed", "error", err)
-		return
-	}
-	if !changed {
-		return
-	}
-	i.log.Info("VRRP interface created again, socket reopened")
-	if p, err := i.conn.Primary(); err == nil && p != *i.primary.Load() {
-		i.log.Info("VRRP source address changed", "from", *i.primary.Load(), "to", p)
-		i.m.SetPrimary(p)
-		i.primary.Store(&p)
+	for k, conn := range i.conns {
+		changed, err := conn.Refresh()
+		if err != nil {
+			i.log.Debug("VRRP interface check failed", "error", err)
+			continue
+		}
+		if !changed {
+			continue
+		}
+		i.log.Info("VRRP interface created again, socket reopened")
+		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
+			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)
+			if k == 0 {
+				i.m.SetPrimary(p)
+			}
+			i.primaries[k].Store(&p)
+		}
 	}
 }
 
+// send advertises priority for every VIP, each over its family's transport.
 func (i *Instance) send(priority uint8) {
-	adv := &Advertisement{VRID: i.cfg.VRID, Priority: priority, Interval: Centiseconds(i.cfg.Interval),
-		Addresses: []netip.Addr{i.cfg.VIP.Addr()}}
-	if err := i.conn.Send(adv, *i.primary.Load()); err != nil {
-		if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
-			i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
+	for k, conn := range i.conns {
+		adv := &Advertisement{VRID: i.cfg.VRID, Priority: priority, Interval: Centiseconds(i.cfg.Interval),
+			Addresses: []netip.Addr{i.cfg.VIPs[k].Addr()}}
+		if err := conn.Send(adv, *i.primaries[k].Load()); err != nil {
+			if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
+				i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
+			}
+			continue
 		}
-		return
+		i.sent.Add(1)
 	}
-	i.sent.Add(1)
 }
 
 func (i *Instance) setStatus(f func(*Status)) {

@@ -87,7 +87,7 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 	vip := netip.MustParsePrefix("192.0.2.100/32")
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.13"), 100*time.Millisecond)
 	loser := netip.MustParseAddr("192.0.2.11")
-	inst.SetCandidate(true)
+	inst.SetPriority(100)
 	waitFor := func(what string, cond func([]bool) bool) { t.Helper(); waitDecisions(t, d, what, cond) }
 	count := func(held []bool) (n int) {
 		for _, h := range held {
@@ -116,14 +116,20 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 func runInstance(t *testing.T, primary netip.Addr, interval time.Duration) (*Instance, *fakeTransport, *decisions) {
 	t.Helper()
 	tr := newFakeTransport(primary)
-	inst := NewInstance(Config{VIP: netip.MustParsePrefix("192.0.2.100/32"), VRID: 51, Priority: 100, Interval: interval}, tr,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	inst, d := startInstance(t, Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: interval}, tr)
+	return inst, tr, d
+}
+
+// startInstance runs an instance of cfg over transports until the test ends.
+func startInstance(t *testing.T, cfg Config, transports ...Transport) (*Instance, *decisions) {
+	t.Helper()
+	inst := NewInstance(cfg, transports, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	d := &decisions{seen: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { inst.Run(ctx, d.decide); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return inst, tr, d
+	return inst, d
 }
 
 // waitDecisions waits until cond holds for the decisions so far.
@@ -146,9 +152,9 @@ func last(h []bool) bool { return len(h) > 0 && h[len(h)-1] }
 // advertises (make before break), or until the handover wait passes.
 func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetCandidate(true)
+	inst.SetPriority(100)
 	waitDecisions(t, d, "becoming master", last)
-	inst.SetCandidate(false)
+	inst.SetPriority(0)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		tr.mu.Lock()
@@ -172,8 +178,79 @@ func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 
 	// Nobody takes over: released after the handover wait all the same.
 	inst2, _, d2 := runInstance(t, netip.MustParseAddr("192.0.2.13"), 10*time.Millisecond)
-	inst2.SetCandidate(true)
+	inst2.SetPriority(100)
 	waitDecisions(t, d2, "becoming master", last)
-	inst2.SetCandidate(false)
+	inst2.SetPriority(0)
 	waitDecisions(t, d2, "releasing after the handover wait", func(h []bool) bool { return !last(h) })
+}
+
+// sentPriorities returns the priorities f sent, in order.
+func (f *fakeTransport) sentPriorities() []uint8 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]uint8, len(f.sent))
+	for i, a := range f.sent {
+		out[i] = a.Priority
+	}
+	return out
+}
+
+// TestDualStackOneElection: with an IPv4 and an IPv6 VIP one election
+// decides both: they are bound and released together, each family's
+// transport carries advertisements for its own VIP, and advertisements heard
+// on the IPv6 transport do not move anything.
+func TestDualStackOneElection(t *testing.T) {
+	v4, v6 := netip.MustParsePrefix("192.0.2.100/32"), netip.MustParsePrefix("2001:db8::100/128")
+	tr4, tr6 := newFakeTransport(netip.MustParseAddr("192.0.2.11")), newFakeTransport(netip.MustParseAddr("fe80::11"))
+	inst, d := startInstance(t, Config{VIPs: []netip.Prefix{v4, v6}, VRID: 51, Interval: 20 * time.Millisecond}, tr4, tr6)
+	inst.SetPriority(100)
+	waitDecisions(t, d, "both VIPs held", func(h []bool) bool { return len(h) >= 4 && h[len(h)-1] && h[len(h)-2] })
+	// A stronger master heard on IPv6 only: ignored.
+	tr6.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 2, Addresses: []netip.Addr{v6.Addr()}}, src: netip.MustParseAddr("fe80::12")}
+	time.Sleep(50 * time.Millisecond)
+	if st := inst.Status(); st.State != Master {
+		t.Fatalf("an IPv6 advertisement moved the election: %s", st.State)
+	}
+	// Heard on IPv4: both VIPs go (after the hand-over grace).
+	tr4.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 100, Addresses: []netip.Addr{v4.Addr()}}, src: netip.MustParseAddr("192.0.2.12")}
+	waitDecisions(t, d, "both VIPs released", func(h []bool) bool { return len(h) >= 2 && !h[len(h)-1] && !h[len(h)-2] })
+	for _, tr := range []*fakeTransport{tr4, tr6} {
+		tr.mu.Lock()
+		for _, a := range tr.sent {
+			if want := map[*fakeTransport]netip.Addr{tr4: v4.Addr(), tr6: v6.Addr()}[tr]; len(a.Addresses) != 1 || a.Addresses[0] != want {
+				t.Errorf("advertisement for %v on the transport of %s", a.Addresses, want)
+			}
+		}
+		tr.mu.Unlock()
+	}
+	if p4, p6 := tr4.sentPriorities(), tr6.sentPriorities(); len(p4) == 0 || len(p4) != len(p6) {
+		t.Errorf("advertisements sent: IPv4 %v, IPv6 %v: want the same on both", p4, p6)
+	}
+}
+
+// TestFailOpenMasterHandsOverToHealthy: a master set to the fail-open
+// priority advertises it at once and keeps the VIP; when a healthy master
+// advertises it yields, keeping the VIP for the hand-over grace first.
+func TestFailOpenMasterHandsOverToHealthy(t *testing.T) {
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 50*time.Millisecond)
+	inst.SetPriority(100)
+	waitDecisions(t, d, "becoming master", last)
+	inst.SetPriority(FailOpenPriority)
+	deadline := time.Now().Add(5 * time.Second)
+	for p := tr.sentPriorities(); len(p) == 0 || p[len(p)-1] != FailOpenPriority; p = tr.sentPriorities() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fail-open advertisement: %v", p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // four advertisement intervals: still ours
+	if st := inst.Status(); st.State != Master || !last(d.snapshot()) {
+		t.Fatalf("fail-open master gave the VIP up alone: %s %v", st.State, d.snapshot())
+	}
+	heard := time.Now()
+	tr.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 100, Interval: 100, Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}, src: netip.MustParseAddr("192.0.2.12")}
+	waitDecisions(t, d, "released to the healthy master", func(h []bool) bool { return !last(h) })
+	if held := time.Since(heard); held < handoverGrace {
+		t.Errorf("released %s after the healthy master's advertisement, want the %s grace", held, handoverGrace)
+	}
 }

@@ -29,6 +29,12 @@ func (s State) String() string {
 	}
 }
 
+// FailOpenPriority is the priority of a node whose apiserver is unhealthy
+// but which stays in the election (fail open): it keeps the VIP while no
+// node is healthy, and a healthy backup takes the VIP from it within its
+// skew time whatever Preempt says. Healthy nodes use 2-254.
+const FailOpenPriority = 1
+
 // Params are an instance's protocol parameters.
 type Params struct {
 	VRID     uint8
@@ -60,6 +66,7 @@ type Machine struct {
 	masterAdverInt time.Duration
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
+	masterPriority uint8 // priority of the last advertisement a backup heard from its master
 }
 
 // NewMachine returns a machine in Initialize.
@@ -87,6 +94,42 @@ func (m *Machine) MasterDownInterval() time.Duration {
 // skew is ((256 - Priority) x Master_Adver_Interval) / 256.
 func (m *Machine) skew() time.Duration {
 	return time.Duration(256-int(m.p.Priority)) * m.masterAdverInt / 256
+}
+
+// Priority returns our current priority.
+func (m *Machine) Priority() uint8 { return m.p.Priority }
+
+// SetPriority changes our priority (1-254) while we are a candidate. A
+// master advertises the new one at once; a backup that now outranks a
+// fail-open master, or a weaker master with Preempt, takes over after its
+// skew time instead of waiting for the next advertisement.
+func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
+	if p == m.p.Priority {
+		return nil
+	}
+	m.p.Priority = p
+	switch m.state {
+	case Master:
+		m.deadline = now.Add(m.p.Interval)
+		return []Action{{Send: true, Priority: p}}
+	case Backup:
+		if m.master.IsValid() && m.preempts(m.masterPriority) {
+			m.takeOverSoon(now)
+		}
+	}
+	return nil
+}
+
+// preempts says whether we take the VIP from a master advertising priority.
+func (m *Machine) preempts(priority uint8) bool {
+	return priority < m.p.Priority && (m.p.Preempt || priority == FailOpenPriority)
+}
+
+// takeOverSoon brings the Master_Down_Timer forward to the skew time.
+func (m *Machine) takeOverSoon(now time.Time) {
+	if soon := now.Add(m.skew()); m.deadline.IsZero() || soon.Before(m.deadline) {
+		m.deadline = soon
+	}
 }
 
 // SetCandidate starts the machine (Initialize -> Backup, section 6.4.1) when
@@ -142,8 +185,13 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		switch {
 		case a.Priority == 0:
 			m.deadline = now.Add(m.skew())
+		case a.Priority == FailOpenPriority && m.preempts(a.Priority):
+			// A master that keeps the VIP only because no node was
+			// healthy: we are, so we take it within our skew time.
+			m.master, m.masterPriority = src, a.Priority
+			m.takeOverSoon(now)
 		case !m.p.Preempt || a.Priority >= m.p.Priority:
-			m.master = src
+			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()
 			m.deadline = now.Add(m.MasterDownInterval())
 		}

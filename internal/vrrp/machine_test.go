@@ -219,3 +219,62 @@ func TestSimulatedElectionKeepsOneMaster(t *testing.T) {
 		}
 	}
 }
+
+// TestFailOpen: a master whose apiserver fails drops to the fail-open
+// priority and keeps the VIP while every backup is unhealthy too; a healthy
+// backup takes it within its skew time, with or without Preempt, both when
+// it hears the fail-open master and when it becomes healthy itself.
+func TestFailOpen(t *testing.T) {
+	skew := 156 * time.Second / 256 // priority 100, 1 s adverts
+	master := masterAt(t, params(100, "192.0.2.11"))
+	now := master.Deadline()
+	if acts := master.SetPriority(FailOpenPriority, now); master.State() != Master || len(acts) != 1 || !acts[0].Send || acts[0].Priority != FailOpenPriority {
+		t.Fatalf("unhealthy master: %v %+v (want it to stay master and advertise priority 1 at once)", master.State(), acts)
+	}
+	for _, preempt := range []bool{false, true} {
+		p := params(100, "192.0.2.12")
+		p.Preempt = preempt
+		backup := NewMachine(p)
+		backup.SetCandidate(true, t0)
+		backup.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.11"), now)
+		backup.SetPriority(FailOpenPriority, now) // every node unhealthy
+		for k := range 10 {                       // the fail-open master keeps the VIP
+			at := now.Add(time.Duration(k) * time.Second)
+			backup.Receive(adv(FailOpenPriority, 100), netip.MustParseAddr("192.0.2.11"), at)
+			if acts := backup.Timeout(at); backup.State() != Backup {
+				t.Fatalf("preempt %v: an unhealthy backup took the VIP from an unhealthy master: %+v", preempt, acts)
+			}
+		}
+		later := now.Add(10 * time.Second)
+		backup.SetPriority(100, later) // this one is healthy again
+		if backup.Deadline() != later.Add(skew) {
+			t.Errorf("preempt %v: healthy backup takes over after %s, want the skew time %s", preempt, backup.Deadline().Sub(later), skew)
+		}
+		// The next fail-open advertisement does not push the takeover back.
+		backup.Receive(adv(FailOpenPriority, 100), netip.MustParseAddr("192.0.2.11"), later.Add(skew/2))
+		if backup.Deadline() != later.Add(skew) {
+			t.Errorf("preempt %v: fail-open advertisement moved the takeover to %s", preempt, backup.Deadline().Sub(later))
+		}
+		if backup.Timeout(later.Add(skew)); backup.State() != Master {
+			t.Fatalf("preempt %v: healthy backup did not take over", preempt)
+		}
+		// A healthy backup that only now hears the fail-open master.
+		fresh := NewMachine(p)
+		fresh.SetCandidate(true, t0)
+		fresh.Receive(adv(FailOpenPriority, 100), netip.MustParseAddr("192.0.2.11"), t0)
+		if fresh.Deadline() != t0.Add(skew) {
+			t.Errorf("preempt %v: takeover after %s, want %s", preempt, fresh.Deadline().Sub(t0), skew)
+		}
+	}
+	// The fail-open master yields to the healthy node's advertisement.
+	if master.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.10"), now.Add(time.Second)); master.State() != Backup {
+		t.Errorf("fail-open master did not yield to a healthy master")
+	}
+	// Without Preempt, a healthy backup leaves a healthy weaker master alone.
+	b := NewMachine(params(150, "192.0.2.12"))
+	b.SetCandidate(true, t0)
+	b.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.11"), now)
+	if d := b.Deadline().Sub(now); d != b.MasterDownInterval() {
+		t.Errorf("no preempt: timer %s, want the master down interval %s", d, b.MasterDownInterval())
+	}
+}
