@@ -46,10 +46,12 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	switch {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
+	case e.failOpen && seen && e.holds():
+		p = FailOpenPriority
+		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a healthy node takes it within its skew time; kept here while none is", "reason", reason)
 	case e.failOpen && seen:
 		p = FailOpenPriority
-		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority: a healthy node takes the VIP, none keeps it here",
-			"priority", p, "holding", e.holds(), "reason", reason)
+		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority", "priority", p, "reason", reason)
 	case e.holds():
 		p = 0
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0", "reason", reason)
@@ -57,7 +59,7 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 		p = 0
 		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
 	}
-	e.inst.SetPriority(p)
+	e.inst.SetPriority(p, reason)
 }
 
 func (e *Elector) holds() bool { return e.inst.Status().State == Master }
@@ -78,7 +80,7 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	e.inst.Run(ctx, func(vip netip.Prefix, hold bool) {
 		if hold && !held[vip] { // not for a re-announcement of a VIP held already
 			if keeping, why := e.FailOpen(); keeping {
-				e.log.Warn("No node is healthy: holding the VIP anyway (fail open)", "vip", vip, "vrrp", "master", "reason", why)
+				e.log.Warn("No node is healthy: keeping the VIP (fail open)", "vip", vip, "vrrp", "master", "reason", why)
 			} else {
 				e.log.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")
 			}

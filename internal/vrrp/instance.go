@@ -58,7 +58,7 @@ type Instance struct {
 	conns    []Transport // one per VIP, same order
 	log      *slog.Logger
 	m        *Machine
-	priority chan uint8
+	priority chan priority
 	drops    Drops
 	sent     atomic.Uint64
 	received atomic.Uint64
@@ -97,18 +97,24 @@ const handoverGrace = 100 * time.Millisecond
 // NewInstance returns an instance that is not yet a candidate; conns has
 // one transport per VIP of cfg, of its family.
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
-	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan uint8, 1),
+	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1),
 		primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
 }
 
+type priority struct {
+	p   uint8
+	why string // why we are unhealthy, for the fail-open log
+}
+
 // SetPriority sets our priority: 0 leaves the election (a master resigns),
-// 1-254 takes part with it. Only the latest value counts.
-func (i *Instance) SetPriority(p uint8) {
+// 1-254 takes part with it; why says what made it change. Only the latest
+// value counts.
+func (i *Instance) SetPriority(p uint8, why string) {
 	select {
 	case <-i.priority:
 	default:
 	}
-	i.priority <- p
+	i.priority <- priority{p, why}
 }
 
 // Status returns a snapshot.
@@ -157,6 +163,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	handover.Stop()
 	defer handover.Stop()
 	heard := false // the new master's advertisement came while handing over
+	failing := ""  // why we are unhealthy
 	for {
 		select {
 		case <-refresh.C:
@@ -171,6 +178,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				why = "another master announced itself"
 			}
 			i.handedOver(decide, why)
+			if i.m.State() == Master && i.m.Priority() == FailOpenPriority {
+				i.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", failing)
+			}
 		case <-ctx.Done():
 			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
 			i.handedOver(decide, "shutting down")
@@ -180,7 +190,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			}
 			readers.Wait()
 			return
-		case p := <-i.priority:
+		case pr := <-i.priority:
+			p := pr.p
+			failing = pr.why
 			// Make before break: a master that resigns keeps the VIP bound
 			// until a backup has taken over, so that a client's packets in
 			// the skew time reach a node that answers — the draining
@@ -194,6 +206,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				handover.Reset(i.handoverWait())
 				i.log.Info("Keeping the VIP until another master announces itself", "at_most", i.handoverWait())
 			}
+			if p == FailOpenPriority && i.m.State() == Master {
+				handover.Reset(i.handoverWait()) // then say whether a healthy node took it
+			}
 		case p := <-packets:
 			if p.adv.Priority > 0 && i.handingOver && !heard { // only a master advertises
 				// Its gratuitous ARP / NA follows its advertisement by a
@@ -203,8 +218,10 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				handover.Reset(handoverGrace)
 			}
 			// A master that yields to a stronger one (a healthy node taking
-			// the VIP from a fail-open master) hands over the same way.
-			yield := i.m.State() == Master
+			// the VIP from a fail-open master) hands over the same way. Not
+			// on a tie (two backups took over at once): the loser's VIP
+			// would only prolong the double holding.
+			yield := i.m.State() == Master && p.adv.Priority > i.m.Priority()
 			acts := i.m.Receive(p.adv, p.src, time.Now())
 			yield = yield && i.m.State() == Backup
 			i.applyKeeping(acts, decide, yield)

@@ -87,7 +87,7 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 	vip := netip.MustParsePrefix("192.0.2.100/32")
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.13"), 100*time.Millisecond)
 	loser := netip.MustParseAddr("192.0.2.11")
-	inst.SetPriority(100)
+	inst.SetPriority(100, "")
 	waitFor := func(what string, cond func([]bool) bool) { t.Helper(); waitDecisions(t, d, what, cond) }
 	count := func(held []bool) (n int) {
 		for _, h := range held {
@@ -152,9 +152,9 @@ func last(h []bool) bool { return len(h) > 0 && h[len(h)-1] }
 // advertises (make before break), or until the handover wait passes.
 func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetPriority(100)
+	inst.SetPriority(100, "")
 	waitDecisions(t, d, "becoming master", last)
-	inst.SetPriority(0)
+	inst.SetPriority(0, "")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		tr.mu.Lock()
@@ -178,9 +178,9 @@ func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 
 	// Nobody takes over: released after the handover wait all the same.
 	inst2, _, d2 := runInstance(t, netip.MustParseAddr("192.0.2.13"), 10*time.Millisecond)
-	inst2.SetPriority(100)
+	inst2.SetPriority(100, "")
 	waitDecisions(t, d2, "becoming master", last)
-	inst2.SetPriority(0)
+	inst2.SetPriority(0, "")
 	waitDecisions(t, d2, "releasing after the handover wait", func(h []bool) bool { return !last(h) })
 }
 
@@ -203,7 +203,7 @@ func TestDualStackOneElection(t *testing.T) {
 	v4, v6 := netip.MustParsePrefix("192.0.2.100/32"), netip.MustParsePrefix("2001:db8::100/128")
 	tr4, tr6 := newFakeTransport(netip.MustParseAddr("192.0.2.11")), newFakeTransport(netip.MustParseAddr("fe80::11"))
 	inst, d := startInstance(t, Config{VIPs: []netip.Prefix{v4, v6}, VRID: 51, Interval: 20 * time.Millisecond}, tr4, tr6)
-	inst.SetPriority(100)
+	inst.SetPriority(100, "")
 	waitDecisions(t, d, "both VIPs held", func(h []bool) bool { return len(h) >= 4 && h[len(h)-1] && h[len(h)-2] })
 	// A stronger master heard on IPv6 only: ignored.
 	tr6.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 2, Addresses: []netip.Addr{v6.Addr()}}, src: netip.MustParseAddr("fe80::12")}
@@ -233,9 +233,9 @@ func TestDualStackOneElection(t *testing.T) {
 // advertises it yields, keeping the VIP for the hand-over grace first.
 func TestFailOpenMasterHandsOverToHealthy(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 50*time.Millisecond)
-	inst.SetPriority(100)
+	inst.SetPriority(100, "")
 	waitDecisions(t, d, "becoming master", last)
-	inst.SetPriority(FailOpenPriority)
+	inst.SetPriority(FailOpenPriority, "")
 	deadline := time.Now().Add(5 * time.Second)
 	for p := tr.sentPriorities(); len(p) == 0 || p[len(p)-1] != FailOpenPriority; p = tr.sentPriorities() {
 		if time.Now().After(deadline) {

@@ -113,8 +113,14 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 		m.deadline = now.Add(m.p.Interval)
 		return []Action{{Send: true, Priority: p}}
 	case Backup:
-		if m.master.IsValid() && m.preempts(m.masterPriority) {
+		switch {
+		case !m.master.IsValid():
+		case m.preempts(m.masterPriority):
 			m.takeOverSoon(now)
+		case m.masterPriority > 0:
+			// No longer stronger than the master (we turned unhealthy
+			// before taking its VIP): wait for it as usual.
+			m.deadline = now.Add(m.MasterDownInterval())
 		}
 	}
 	return nil

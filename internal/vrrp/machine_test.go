@@ -278,3 +278,16 @@ func TestFailOpen(t *testing.T) {
 		t.Errorf("no preempt: timer %s, want the master down interval %s", d, b.MasterDownInterval())
 	}
 }
+
+// TestTurnedUnhealthyBeforeTakingOver: a backup about to take the VIP from
+// a fail-open master turns unhealthy itself before its skew time ends: it
+// no longer takes over.
+func TestTurnedUnhealthyBeforeTakingOver(t *testing.T) {
+	m := NewMachine(params(100, "192.0.2.12"))
+	m.SetCandidate(true, t0)
+	m.Receive(adv(FailOpenPriority, 100), netip.MustParseAddr("192.0.2.11"), t0)
+	m.SetPriority(FailOpenPriority, t0.Add(10*time.Millisecond))
+	if m.Timeout(t0.Add(time.Second)); m.State() != Backup {
+		t.Fatal("an unhealthy backup took the VIP from a fail-open master")
+	}
+}

@@ -124,9 +124,11 @@ func TestHealthRulesAndToken(t *testing.T) {
 	}
 }
 
+// TestReleaseAfterThresholdAndRebind: strict mode (fail open off): a lone
+// node releases the VIP when its apiserver fails, and binds it again.
 func TestReleaseAfterThresholdAndRebind(t *testing.T) {
 	l := newL2Lab(t)
-	p := l.start(t)
+	p := l.start(t, "NOVAEDGE_CP_VIP_FAIL_OPEN=false")
 	l.waitVIP(t, vip4, true, 10*time.Second)
 	for _, ans := range []lab.Answer{lab.ServerError, lab.Hang, lab.Down} {
 		skip := p.Lines()

@@ -22,7 +22,7 @@ func TestRunsWithOnlyNetAdminAndNetRaw(t *testing.T) {
 		t.Fatal("setpriv (util-linux) is missing")
 	}
 	l := newL2Lab(t)
-	p, err := l.node.Start("cpvip", l.env("NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent/token"), append(setprivArgs, binary, "run")...)
+	p, err := l.node.Start("cpvip", l.env("NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent/token", "NOVAEDGE_CP_VIP_FAIL_OPEN=false"), append(setprivArgs, binary, "run")...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,8 @@ func (c *realCluster) waitAudit(t testing.TB, i int, user string, code int, from
 // to the token path, is carried by every check (the apiserver's audit log
 // names the ServiceAccount) and only 200 is healthy; a new token replacing
 // the file is used from the next check; a deleted ServiceAccount's token is
-// refused (401) and the node counts as unhealthy.
+// refused (401) and the node counts as unhealthy, but keeps the VIP: no node
+// is healthy (fail open).
 func TestRealServiceAccountToken(t *testing.T) {
 	c := newRealCluster(t, 1, lab.APIServerOptions{})
 	c.startControlPlane(t)
@@ -89,7 +90,11 @@ func TestRealServiceAccountToken(t *testing.T) {
 	figure(t, "real token: ServiceAccount deleted to the first check answered 401", refused.Sub(deleted))
 	waitLine(t, c.procs[0], 0, "Health check failed", "status 401 with a bearer token")
 	waitLine(t, c.procs[0], 0, "API server health changed", "state=unhealthy")
-	waitLine(t, c.procs[0], 0, "Control-plane VIP released", vip4.String())
+	waitLine(t, c.procs[0], 0, "No node is healthy: keeping the VIP (fail open)", "401")
+	time.Sleep(2 * time.Second)
+	if hs, _ := c.holders(vip4); len(hs) != 1 {
+		t.Errorf("holders %v after the ServiceAccount was deleted, want the lone node to keep the VIP (fail open)", c.names(hs))
+	}
 	c.logVIP(t, "ServiceAccount deleted")
 }
 
@@ -254,9 +259,12 @@ func TestRealEtcdTrouble(t *testing.T) {
 	}
 	ss = lab.Samples(probe)
 	ok, failed, firstErr := lab.RequestCounts(ss, lost, time.Now())
-	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q)",
-		share*100, codes, ok, failed, firstErr)
+	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q); outage %s",
+		share*100, codes, ok, failed, firstErr, lab.FailedSpan(ss, lost, time.Now()))
 	c.logVIP(t, "quorum lost for 20 s")
+	if share < 1 {
+		t.Errorf("VIP held %.0f %% of the 20 s without quorum, want all of it (fail open)", share*100)
+	}
 	back := time.Now()
 	for _, i := range []int{holder, other} {
 		if err := c.cp.SignalEtcd(i, syscall.SIGCONT); err != nil {

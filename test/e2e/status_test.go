@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestStatusAndMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %d %v", code, err)
 	}
 	for _, want := range []string{
-		`novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 1`,
+		`novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 1`, `novaedge_cpvip_fail_open 0`,
 		`novaedge_cpvip_vrrp_state{vip="192.0.2.100/32"} 2`,
 		`novaedge_cpvip_health_checks_total{result="success"}`,
 		`novaedge_cpvip_health_check_duration_seconds_bucket`,
@@ -80,14 +81,22 @@ func TestStatusAndMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	// Unhealthy: vip_held goes to 0, the transition is in /status.
+	// Unhealthy, and no other node: the VIP stays (fail open), the metric
+	// says so and the transition is counted.
 	if err := l.api.Set(lab.ServerError); err != nil {
 		t.Fatal(err)
 	}
-	l.waitVIP(t, vip4, false, 10*time.Second)
-	_, metrics, _ = l.node.HTTPGet("http://127.0.0.1:9450/metrics")
-	if !strings.Contains(metrics, `novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 0`) || !strings.Contains(metrics, `novaedge_cpvip_transitions_total{to="unhealthy"} 1`) {
-		t.Errorf("after the apiserver failed, /metrics:\n%s", grepLines(metrics, "novaedge_cpvip_vip_held", "transitions_total"))
+	err = lab.Eventually(10*time.Second, func() error {
+		_, metrics, _ = l.node.HTTPGet("http://127.0.0.1:9450/metrics")
+		for _, want := range []string{`novaedge_cpvip_fail_open 1`, `novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 1`, `novaedge_cpvip_transitions_total{to="unhealthy"} 1`} {
+			if !strings.Contains(metrics, want) {
+				return fmt.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "novaedge_cpvip_vip_held", "transitions_total", "fail_open"))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("after the apiserver failed: %v", err)
 	}
 	if strings.Contains(js+table+metrics, token) {
 		t.Error("the token appears in status or metrics")

@@ -121,8 +121,10 @@ func TestVRRPLinkCut(t *testing.T) {
 	}
 }
 
-func TestVRRPNoHolderWhileEveryAPIServerIsDown(t *testing.T) {
-	c := newCluster(t, 3)
+// TestVRRPStrictNoHolderWhileEveryAPIServerIsDown: with fail open off, an
+// unhealthy node leaves the election even when no node can take over.
+func TestVRRPStrictNoHolderWhileEveryAPIServerIsDown(t *testing.T) {
+	c := newCluster(t, 3, "NOVAEDGE_CP_VIP_FAIL_OPEN=false")
 	c.startAll(t)
 	c.waitHolder(t, vip4, -1, 15*time.Second)
 	for _, api := range c.apis {

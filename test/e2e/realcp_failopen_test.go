@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// TestRealFailOpenTokenInvalid: three nodes share one ServiceAccount token;
+// the ServiceAccount is deleted, so every node's check gets 401 while every
+// apiserver is fine. The VIP stays on one node and the client through it
+// never fails; the holder's status says fail open.
+func TestRealFailOpenTokenInvalid(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	withStatus(c.cluster)
+	c.startControlPlane(t)
+	node := "https://" + c.nodes[0].IPv4.Addr().String() + ":6443"
+	tok, err := c.cp.Client(c.client, node, "token", "-sa", "cpvip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeToken(t, c.token, tok)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	probe, err := c.cp.StartProbe(c.client, realServer, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFirstOK(t, probe, time.Now(), 10*time.Second)
+	deleted := time.Now()
+	if _, err := c.cp.Client(c.client, node, "delete-sa", "-sa", "cpvip"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes { // the apiservers cache a token review for 10 s
+		waitLine(t, c.procs[i], 0, "API server health changed", "state=unhealthy")
+	}
+	allUnhealthy := time.Now()
+	c.stayOne(t, vip4, 5*time.Second)
+	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
+		t.Fatalf("holders %v, want %s to keep the VIP", c.names(hs), c.nodes[holder].Name)
+	}
+	if s := readFailOpen(t, c.nodes[holder]); !s.FailOpen.InForce {
+		t.Errorf("holder's status: %+v, want fail open in force", s.FailOpen)
+	}
+	ss := lab.Samples(probe)
+	ok, failed, firstErr := lab.RequestCounts(ss, deleted, time.Now())
+	figure(t, fmt.Sprintf("real fail open, every node's token invalid (all unhealthy %.1f s after the deletion): %d requests failed, %d succeeded (first error %q); client outage",
+		allUnhealthy.Sub(deleted).Seconds(), failed, ok, firstErr), lab.FailedSpan(ss, deleted, time.Now()))
+	if failed > 0 {
+		t.Errorf("%d requests through the VIP failed while every apiserver was fine", failed)
+	}
+}
+
+// TestRealAllKilledOneRestarted: every apiserver is SIGKILLed; the holder
+// keeps the VIP (fail open); one other node's apiserver is started again and
+// that node takes the VIP within a check of its /livez passing.
+func TestRealAllKilledOneRestarted(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	c.startControlPlane(t)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	for i := range c.nodes {
+		if err := c.cp.SignalAPIServer(i, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range c.nodes {
+		waitLine(t, c.procs[i], 0, "API server health changed", "state=unhealthy")
+	}
+	c.stayOne(t, vip4, 3*time.Second)
+	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
+		t.Fatalf("holders %v with every apiserver dead, want %s to keep the VIP", c.names(hs), c.nodes[holder].Name)
+	}
+	back := (holder + 1) % 3
+	if err := c.cp.StartAPIServer(back); err != nil {
+		t.Fatal(err)
+	}
+	var live time.Time
+	err := lab.Eventually(time.Minute, func() error {
+		code, err := c.cp.Livez(back, "/livez", false)
+		if err == nil && code != 200 {
+			err = fmt.Errorf("/livez %d", code)
+		}
+		live = time.Now()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := c.waitHolder(t, vip4, holder, 10*time.Second)
+	if got != back {
+		t.Fatalf("holder %s, want %s, the only live apiserver", c.nodes[got].Name, c.nodes[back].Name)
+	}
+	figure(t, "real fail open: all apiservers killed, one restarted: its /livez passing to its node holding the VIP (checks every 250 ms)", time.Since(live))
+}
