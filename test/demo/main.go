@@ -76,7 +76,7 @@ func demo(bin string, verbose, real bool) error {
 	if err := w.build(); err != nil {
 		return err
 	}
-	for _, step := range []func() error{w.elect, w.apiserverFails, w.cableCut, w.gracefulStop, w.stopAll} {
+	for _, step := range []func() error{w.elect, w.apiserverFails, w.failOpen, w.cableCut, w.gracefulStop, w.stopAll} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (w *world) elect() error {
 	if err != nil {
 		return err
 	}
-	w.say("VRRP elected %s; it bound the VIP (%s after start of the wait).", w.nodes[h].Name, d)
+	w.say("VRRP elected %s; it bound both VIPs (one election for both address families, %s after start of the wait).", w.nodes[h].Name, d)
 	return w.reach()
 }
 
@@ -155,13 +155,46 @@ func (w *world) apiserverFails() error {
 	if err != nil {
 		return err
 	}
-	w.say("%s resigned after 3 failed checks (VRRP priority 0); %s holds the VIP %s later.", w.nodes[h].Name, w.nodes[next].Name, d)
+	w.say("After 3 failed checks %s advertised the fail-open priority 1; healthy %s took both VIPs %s later.", w.nodes[h].Name, w.nodes[next].Name, d)
 	if err := w.reach(); err != nil {
 		return err
 	}
 	_ = w.apis[h].Set(lab.OK)
 	w.say("%s's apiserver is repaired; it rejoins as backup and leaves the VIP where it is.", w.nodes[h].Name)
 	return nil
+}
+
+// failOpen breaks every apiserver at once: the VIP stays where it is, then
+// goes to the first node whose apiserver is repaired.
+func (w *world) failOpen() error {
+	h, _, err := w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("Every kube-apiserver breaks at once (a failure all nodes share: etcd quorum lost, a bad token everywhere).")
+	for _, a := range w.apis {
+		_ = a.Set(lab.ServerError)
+	}
+	time.Sleep(3 * time.Second)
+	h, _, err = w.waitHolder(-1)
+	if err != nil {
+		return err
+	}
+	w.say("Fail open: %s keeps both VIPs although no node is healthy (its status says fail open IN FORCE); clients and operators keep the address.", w.nodes[h].Name)
+	if err := w.reach(); err != nil {
+		return err
+	}
+	fixed := (h + 1) % len(w.nodes)
+	_ = w.apis[fixed].Set(lab.OK)
+	next, d, err := w.waitHolder(h)
+	if err != nil {
+		return err
+	}
+	w.say("%s's apiserver is repaired: %s takes the VIPs %s later (within its skew time, PREEMPT or not).", w.nodes[fixed].Name, w.nodes[next].Name, d)
+	for _, a := range w.apis {
+		_ = a.Set(lab.OK)
+	}
+	return w.reach()
 }
 
 func (w *world) cableCut() error {
@@ -243,13 +276,14 @@ func (w *world) waitHolder(not int) (int, time.Duration, error) {
 	err := lab.Eventually(time.Minute, func() error {
 		holder = -1
 		for _, p := range []netip.Prefix{vip4, vip6} {
+			prev := holder
 			var hs []int
 			for i, n := range w.nodes {
 				if _, ok, _ := n.Has(p); ok {
 					hs = append(hs, i)
 				}
 			}
-			if len(hs) != 1 || hs[0] == not {
+			if len(hs) != 1 || hs[0] == not || (prev >= 0 && hs[0] != prev) {
 				return fmt.Errorf("holders of %s: %v", p, hs)
 			}
 			holder = hs[0]
