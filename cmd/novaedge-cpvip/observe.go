@@ -16,17 +16,18 @@ import (
 
 // daemon is the wired daemon: the agent that runs it and the parts status reads.
 type daemon struct {
-	agent   *agent.Agent
-	cfg     *config.Config
-	checker *health.Checker
-	rec     *reconcile.Reconciler
-	ifname  string
-	vrrp    *vrrp.Elector // l2
-	speaker *bgp.Speaker  // bgp
-	bfd     *bfd.Manager  // bgp with BFD
-	journal *status.Journal
-	started time.Time
-	ready   atomic.Bool
+	agent      *agent.Agent
+	cfg        *config.Config
+	checker    *health.Checker
+	rec        *reconcile.Reconciler
+	ifname     string
+	vrrp       *vrrp.Elector // l2
+	speaker    *bgp.Speaker  // bgp
+	bgpElector *bgp.Elector  // bgp
+	bfd        *bfd.Manager  // bgp with BFD
+	journal    *status.Journal
+	started    time.Time
+	ready      atomic.Bool
 }
 
 // snapshot reads every part; it only observes.
@@ -60,6 +61,9 @@ func (d *daemon) snapshot() status.Snapshot {
 			}
 		}
 		s.Drops["vrrp"] = drops
+	}
+	if d.bgpElector != nil {
+		s.FailOpen.InForce, s.FailOpen.Reason = d.bgpElector.FailOpen()
 	}
 	if d.speaker != nil {
 		for _, p := range d.speaker.Peers() {

@@ -179,7 +179,8 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 		return nil, err
 	}
 	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
-	d.agent = &agent.Agent{Health: checker, Elector: agent.NewHealthElector(cfg.VIPAddress, log), Announcer: ann, Log: log}
+	d.bgpElector = bgp.NewElector(cfg.VIPAddress, ann, cfg.FailOpen, log)
+	d.agent = &agent.Agent{Health: checker, Elector: d.bgpElector, Announcer: ann, Log: log}
 	return d, nil
 }
 

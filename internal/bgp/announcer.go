@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/novaedge/cpvip/internal/reconcile"
@@ -11,7 +12,7 @@ import (
 
 // Routes is what the announcer needs of a speaker.
 type Routes interface {
-	Announce(vip netip.Prefix) error
+	Announce(vip netip.Prefix, demoted bool) error
 	Withdraw(vip netip.Prefix) error
 	Stop()
 }
@@ -25,12 +26,15 @@ type Announcer struct {
 	loop      *reconcile.Loop
 	log       *slog.Logger
 	announced map[netip.Prefix]bool // loop goroutine only
+	demoted   atomic.Bool           // announce demoted routes (fail open)
+	// wasDemoted is how each VIP was last announced; loop goroutine only.
+	wasDemoted map[netip.Prefix]bool
 }
 
 // NewAnnouncer returns an Announcer binding through rec and announcing through routes.
 func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, events <-chan reconcile.Event,
 	period time.Duration, log *slog.Logger) *Announcer {
-	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]bool{}}
+	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]bool{}, wasDemoted: map[netip.Prefix]bool{}}
 	a.loop = reconcile.NewLoop(rec, events, period, reconcile.Hooks{
 		Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Stopping: a.stopping})
 	return a
@@ -40,6 +44,10 @@ func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, events <-chan reconc
 func (a *Announcer) Hold(vip netip.Prefix) {
 	a.loop.Hold(vip)
 }
+
+// SetDemoted says whether routes are announced demoted from now on; a Hold
+// afterwards announces a held VIP again with it.
+func (a *Announcer) SetDemoted(d bool) { a.demoted.Store(d) }
 
 // Release withdraws vip, then removes it.
 func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
@@ -76,14 +84,15 @@ func (a *Announcer) reannounce(held []netip.Prefix, _ string) {
 }
 
 func (a *Announcer) announce(vip netip.Prefix) {
-	if err := a.routes.Announce(vip); err != nil {
+	demoted := a.demoted.Load()
+	if err := a.routes.Announce(vip, demoted); err != nil {
 		a.log.Error("Announcing the VIP route failed", "address", vip, "error", err)
 		return
 	}
-	if !a.announced[vip] {
-		a.log.Info("VIP route announced", "address", vip)
+	if !a.announced[vip] || a.wasDemoted[vip] != demoted {
+		a.log.Info("VIP route announced", "address", vip, "demoted", demoted)
 	}
-	a.announced[vip] = true
+	a.announced[vip], a.wasDemoted[vip] = true, demoted
 }
 
 func (a *Announcer) withdraw(vip netip.Prefix) {

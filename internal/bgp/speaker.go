@@ -122,9 +122,10 @@ func (sp *Speaker) apiPeer(p Peer) *api.Peer {
 }
 
 // Announce advertises vip to the peers of its address family, and an IPv6
-// VIP to the IPv4 peers with a NextHop6 (idempotent).
-func (sp *Speaker) Announce(vip netip.Prefix) error {
-	p, err := sp.path(vip, false)
+// VIP to the IPv4 peers with a NextHop6 (idempotent); demoted, with a route
+// every router ranks below a healthy node's (see Demotion).
+func (sp *Speaker) Announce(vip netip.Prefix, demoted bool) error {
+	p, err := sp.path(vip, false, demoted)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (sp *Speaker) Announce(vip netip.Prefix) error {
 
 // Withdraw withdraws vip.
 func (sp *Speaker) Withdraw(vip netip.Prefix) error {
-	p, err := sp.path(vip, true)
+	p, err := sp.path(vip, true, false)
 	if err != nil {
 		return err
 	}
@@ -147,8 +148,13 @@ func (sp *Speaker) Withdraw(vip netip.Prefix) error {
 }
 
 // path builds the route of vip as a host route (/32 or /128).
-func (sp *Speaker) path(vip netip.Prefix, withdraw bool) (*apiutil.Path, error) {
-	return HostRoute(vip, sp.cfg.NextHop, sp.cfg.Communities, withdraw)
+func (sp *Speaker) path(vip netip.Prefix, withdraw, demoted bool) (*apiutil.Path, error) {
+	p, err := HostRoute(vip, sp.cfg.NextHop, sp.cfg.Communities, withdraw)
+	if err != nil || !demoted {
+		return p, err
+	}
+	p.Attrs = Demote(p.Attrs, sp.cfg.LocalAS)
+	return p, nil
 }
 
 // HostRoute builds the GoBGP path of vip as a host route (/32 or /128) with

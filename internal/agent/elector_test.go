@@ -6,8 +6,8 @@ import (
 	"net/netip"
 )
 
-// HealthElector holds every VIP while the local apiserver is healthy. It is
-// the elector of BGP mode (every healthy node announces) and of a lone node.
+// HealthElector holds every VIP while the local apiserver is healthy: the
+// simplest elector, for the agent's tests.
 type HealthElector struct {
 	vips      []netip.Prefix
 	log       *slog.Logger
