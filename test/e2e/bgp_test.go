@@ -163,17 +163,21 @@ func TestBGPECMPWithdrawAndRecover(t *testing.T) {
 		t.Errorf("30 connections all went to %v: no ECMP spread", seen)
 	}
 
-	// n1's apiserver dies: its next hop leaves; recovery brings it back.
+	// n1's apiserver dies: its route is demoted (fail open) and leaves the
+	// router's ECMP set; recovery brings it back.
 	if err := b.apis[0].Set(lab.ServerError); err != nil {
 		t.Fatal(err)
 	}
-	figure(t, "n1's next hop withdrawn after its apiserver fails (3 x 100 ms checks)", b.waitHops(t, vip4, 10*time.Second, all[1:]...))
-	waitLine(t, b.procs[0], 0, "VIP route withdrawn", "address=192.0.2.100/32")
-	waitLine(t, b.procs[0], 0, "Control-plane VIP released", "mode=bgp")
+	figure(t, "n1's next hop out of the router's ECMP set after its apiserver fails (3 x 100 ms checks)", b.waitHops(t, vip4, 10*time.Second, all[1:]...))
+	waitLine(t, b.procs[0], 0, "VIP route announced", "address=192.0.2.100/32", "demoted=true")
+	if out, _ := b.nodes[0].Exec("ip", "-j", "addr", "show", "dev", "lo"); !strings.Contains(out, "192.0.2.100") {
+		t.Error("n1 removed the VIP from lo although its route is only demoted")
+	}
 	if err := b.apis[0].Set(lab.OK); err != nil {
 		t.Fatal(err)
 	}
 	figure(t, "n1's next hop back after its apiserver recovers", b.waitHops(t, vip4, 10*time.Second, all...))
+	failOpenBGP(t, b, all)
 
 	// SIGTERM on n2: withdrawn within a second, exit 0, VIP off lo.
 	sig := time.Now()
@@ -299,5 +303,68 @@ func TestBGPWithBIRD(t *testing.T) {
 	figure(t, "BIRD drops n2's next hop after its apiserver fails", b.waitHops(t, vip4, 10*time.Second, nodeV4(0)))
 	if _, err := b.client.Whoami(vip4.Addr(), 6443, 3*time.Second); err != nil {
 		t.Errorf("client via BIRD: %v", err)
+	}
+	if err := b.apis[1].Set(lab.OK); err != nil {
+		t.Fatal(err)
+	}
+	b.waitHops(t, vip4, 10*time.Second, nodeV4(0), nodeV4(1))
+	failOpenBGP(t, b, []netip.Addr{nodeV4(0), nodeV4(1)})
+}
+
+// failOpenBGP: every node's apiserver fails; the router keeps every node as
+// a next hop (all routes equally demoted: fail open) and the client still
+// gets through; the first node to recover is then the only next hop.
+func failOpenBGP(t *testing.T, b *bgpLab, all []netip.Addr) {
+	t.Helper()
+	for _, api := range b.apis {
+		if err := api.Set(lab.ServerError); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range b.procs {
+		waitLine(t, p, 0, "VIP route announced", "demoted=true")
+	}
+	b.waitHops(t, vip4, 10*time.Second, all...)
+	time.Sleep(time.Second)
+	b.waitHops(t, vip4, time.Second, all...)
+	if _, err := b.client.Whoami(vip4.Addr(), 6443, 3*time.Second); err != nil {
+		t.Errorf("client while every apiserver fails: %v", err)
+	}
+	table, err := b.nodes[0].Exec(binary, "status")
+	if err != nil || !strings.Contains(table, "IN FORCE") {
+		t.Errorf("status does not say fail open is in force: %v\n%s", err, table)
+	}
+	if err := b.apis[len(all)-1].Set(lab.OK); err != nil {
+		t.Fatal(err)
+	}
+	figure(t, "every apiserver failed, then the last node's recovered: it is the only next hop after", b.waitHops(t, vip4, 10*time.Second, all[len(all)-1]))
+	for _, api := range b.apis {
+		if err := api.Set(lab.OK); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitHops(t, vip4, 10*time.Second, all...)
+}
+
+// TestBGPStrictWithdraws: with fail open off an unhealthy node withdraws
+// and removes the VIP, even when it is the only one.
+func TestBGPStrictWithdraws(t *testing.T) {
+	b := newBGPLab(t, 1)
+	b.startFRR(t, false, "")
+	b.start(t, 0, "NOVAEDGE_CP_VIP_FAIL_OPEN=false")
+	b.waitHops(t, vip4, 30*time.Second, nodeV4(0))
+	if err := b.apis[0].Set(lab.ServerError); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, b.procs[0], 0, "VIP route withdrawn", "address=192.0.2.100/32")
+	waitLine(t, b.procs[0], 0, "Control-plane VIP released", "mode=bgp")
+	err := lab.Eventually(10*time.Second, func() error {
+		if hops, _ := b.router.KernelNextHops(vip4); len(hops) > 0 {
+			return fmt.Errorf("router still routes the VIP via %v", hops)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
