@@ -147,7 +147,9 @@ func TestDemotedRoute(t *testing.T) {
 
 type demoter struct{ j *journal }
 
-func (d demoter) SetDemoted(v bool) { d.j.add("demoted " + map[bool]string{true: "on", false: "off"}[v]) }
+func (d demoter) SetDemoted(v bool) {
+	d.j.add("demoted " + map[bool]string{true: "on", false: "off"}[v])
+}
 
 // TestElectorFailOpen: unhealthy after healthy keeps holding, demoted; never
 // healthy, or with fail open off, releases.
