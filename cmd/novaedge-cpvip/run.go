@@ -17,6 +17,7 @@ import (
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/ifaddr"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/memtrim"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/status"
 	"github.com/novaedge/cpvip/internal/vrrp"
@@ -57,6 +58,11 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	d.ready.Store(true)
+	if n, err := memtrim.Executable(); err != nil {
+		log.Debug("Trimming start-up pages failed", "error", err)
+	} else {
+		log.Debug("Start-up pages of the executable dropped from the resident set", "bytes", n)
+	}
 	d.agent.Run(ctx)
 	return exitOK
 }

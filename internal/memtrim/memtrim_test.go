@@ -1,0 +1,53 @@
+package memtrim
+
+import (
+	"os"
+	"testing"
+)
+
+func TestReadOnlyMapping(t *testing.T) {
+	const exe = "/usr/bin/novaedge-cpvip"
+	for _, tt := range []struct {
+		line       string
+		ok         bool
+		start, end uintptr
+	}{
+		{"00400000-00d7e000 r-xp 00000000 08:01 1234 /usr/bin/novaedge-cpvip", true, 0x400000, 0xd7e000},
+		{"00d7e000-018fd000 r--p 0097e000 08:01 1234 /usr/bin/novaedge-cpvip", true, 0xd7e000, 0x18fd000},
+		{"018fd000-01985000 rw-p 014fd000 08:01 1234 /usr/bin/novaedge-cpvip", false, 0, 0}, // writable: never
+		{"7fc544e16000-7fc544f6c000 r-xp 00026000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6", false, 0, 0},
+		{"c000000000-c000400000 rw-p 00000000 00:00 0", false, 0, 0},
+		{"00400000-00300000 r-xp 00000000 08:01 1234 /usr/bin/novaedge-cpvip", false, 0, 0},
+		{"garbage", false, 0, 0},
+	} {
+		start, end, ok := readOnlyMapping(tt.line, exe)
+		if ok != tt.ok || start != tt.start || end != tt.end {
+			t.Errorf("%q: %x-%x %v, want %x-%x %v", tt.line, start, end, ok, tt.start, tt.end, tt.ok)
+		}
+	}
+}
+
+// TestExecutable runs the trim on the test binary itself: it must find its
+// code and read-only data and leave the process working.
+func TestExecutable(t *testing.T) {
+	if _, err := os.Stat("/proc/self/maps"); err != nil {
+		t.Skip("no /proc")
+	}
+	n, err := Executable()
+	if err != nil || n == 0 {
+		t.Fatalf("trimmed %d bytes, %v", n, err)
+	}
+	if s := []byte("still running"); string(s) != "still running" {
+		t.Fatal("unreachable")
+	}
+}
+
+func FuzzReadOnlyMapping(f *testing.F) {
+	f.Add("00400000-00d7e000 r-xp 00000000 08:01 1234 /x", "/x")
+	f.Fuzz(func(t *testing.T, line, path string) {
+		start, end, ok := readOnlyMapping(line, path)
+		if ok && end <= start {
+			t.Fatalf("%q: empty or inverted range %x-%x accepted", line, start, end)
+		}
+	})
+}
