@@ -187,7 +187,7 @@ func BenchmarkDualStackApart(b *testing.B) {
 	}
 	b.StopTimer()
 	r := Row{Name: fmt.Sprintf("L2 dual-stack VIP, %d failovers of each kind (link cut, apiserver death, SIGTERM), advert 100 ms: time the IPv4 and IPv6 VIPs were on different nodes per failover", trials),
-		Unit: "ms", Ours: durFigure(all), Note: fmt.Sprintf("max %s; both VIPs on one node after every failover", slices.Max(all))}
+		Unit: "ms", Ours: durFigure(all), Note: fmt.Sprintf("max %s; both VIPs on one node after every failover", slices.Max(all).Round(time.Millisecond))}
 	b.Logf("%s: %+v", r.Name, r.Ours)
 	record(b, r)
 }
