@@ -79,7 +79,11 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 	fmt.Fprintf(tw, "apiserver\t%s\t%s\tchecks ok %d / failed %d\t%s\n", s.Health.State, s.Health.URL,
 		s.Health.Checks["success"], s.Health.Checks["failure"], s.Health.LastReason)
 	if s.FailOpen.InForce {
-		fmt.Fprintf(tw, "fail open\tIN FORCE: no node is healthy, so this one keeps the VIP\tits own check: %s\n", s.FailOpen.Reason)
+		what := "no node is healthy, so this one keeps the VIP"
+		if s.Mode == "bgp" {
+			what = "its route is announced demoted: routers use it only while no node is healthy"
+		}
+		fmt.Fprintf(tw, "fail open\tIN FORCE: %s\tits own check: %s\n", what, s.FailOpen.Reason)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "VIP\tHELD")

@@ -22,19 +22,27 @@ type Routes interface {
 // Route changes happen in the reconcile loop's goroutine only, so a route is
 // announced after its VIP is bound and withdrawn before it is removed.
 type Announcer struct {
-	routes    Routes
-	loop      *reconcile.Loop
-	log       *slog.Logger
-	announced map[netip.Prefix]bool // loop goroutine only
-	demoted   atomic.Bool           // announce demoted routes (fail open)
-	// wasDemoted is how each VIP was last announced; loop goroutine only.
-	wasDemoted map[netip.Prefix]bool
+	routes Routes
+	loop   *reconcile.Loop
+	log    *slog.Logger
+	// announced is how each VIP's route is out there; loop goroutine only.
+	announced map[netip.Prefix]route
+	demoted   atomic.Bool // announce demoted routes (fail open)
 }
+
+// route is how a VIP's route is announced.
+type route uint8
+
+const (
+	withdrawn route = iota // not announced
+	normal
+	demotedRoute
+)
 
 // NewAnnouncer returns an Announcer binding through rec and announcing through routes.
 func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, events <-chan reconcile.Event,
 	period time.Duration, log *slog.Logger) *Announcer {
-	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]bool{}, wasDemoted: map[netip.Prefix]bool{}}
+	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]route{}}
 	a.loop = reconcile.NewLoop(rec, events, period, reconcile.Hooks{
 		Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Stopping: a.stopping})
 	return a
@@ -64,7 +72,7 @@ func (a *Announcer) stopping() {
 
 func (a *Announcer) before(desired map[netip.Prefix]bool) {
 	for vip, hold := range desired {
-		if !hold && a.announced[vip] {
+		if !hold && a.announced[vip] != withdrawn {
 			a.withdraw(vip)
 		}
 	}
@@ -89,10 +97,14 @@ func (a *Announcer) announce(vip netip.Prefix) {
 		a.log.Error("Announcing the VIP route failed", "address", vip, "error", err)
 		return
 	}
-	if !a.announced[vip] || a.wasDemoted[vip] != demoted {
+	now := normal
+	if demoted {
+		now = demotedRoute
+	}
+	if a.announced[vip] != now {
 		a.log.Info("VIP route announced", "address", vip, "demoted", demoted)
 	}
-	a.announced[vip], a.wasDemoted[vip] = true, demoted
+	a.announced[vip] = now
 }
 
 func (a *Announcer) withdraw(vip netip.Prefix) {
@@ -101,5 +113,5 @@ func (a *Announcer) withdraw(vip netip.Prefix) {
 		return
 	}
 	a.log.Info("VIP route withdrawn", "address", vip)
-	a.announced[vip] = false
+	a.announced[vip] = withdrawn
 }

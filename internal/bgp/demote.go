@@ -23,23 +23,12 @@ const demotePrepend = 3
 // GracefulShutdown is the well-known community 65535:0 (RFC 8326).
 const GracefulShutdown = 0xFFFF0000
 
-// Demote returns attrs with the AS path prepended and the
-// GRACEFUL_SHUTDOWN community added.
-func Demote(attrs []bgp.PathAttributeInterface, localAS uint32) []bgp.PathAttributeInterface {
+// prependedASPath is the AS_PATH of a demoted route: our AS demotePrepend
+// times (GoBGP adds it once more towards eBGP peers).
+func prependedASPath(localAS uint32) bgp.PathAttributeInterface {
 	asns := make([]uint32, demotePrepend)
 	for i := range asns {
 		asns[i] = localAS
 	}
-	out := make([]bgp.PathAttributeInterface, 0, len(attrs)+2)
-	var communities []uint32
-	for _, a := range attrs {
-		if c, ok := a.(*bgp.PathAttributeCommunities); ok {
-			communities = c.Value
-			continue
-		}
-		out = append(out, a)
-	}
-	out = append(out, bgp.NewPathAttributeAsPath([]bgp.AsPathParamInterface{bgp.NewAs4PathParam(bgp.BGP_ASPATH_ATTR_TYPE_SEQ, asns)}),
-		bgp.NewPathAttributeCommunities(append(append([]uint32{}, communities...), GracefulShutdown)))
-	return out
+	return bgp.NewPathAttributeAsPath([]bgp.AsPathParamInterface{bgp.NewAs4PathParam(bgp.BGP_ASPATH_ATTR_TYPE_SEQ, asns)})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -148,13 +149,18 @@ func (sp *Speaker) Withdraw(vip netip.Prefix) error {
 }
 
 // path builds the route of vip as a host route (/32 or /128).
+// A demoted one (see Demotion) carries GRACEFUL_SHUTDOWN and a prepended
+// AS path.
 func (sp *Speaker) path(vip netip.Prefix, withdraw, demoted bool) (*apiutil.Path, error) {
-	p, err := HostRoute(vip, sp.cfg.NextHop, sp.cfg.Communities, withdraw)
-	if err != nil || !demoted {
-		return p, err
+	communities := sp.cfg.Communities
+	if demoted {
+		communities = append(slices.Clip(communities), GracefulShutdown)
 	}
-	p.Attrs = Demote(p.Attrs, sp.cfg.LocalAS)
-	return p, nil
+	p, err := HostRoute(vip, sp.cfg.NextHop, communities, withdraw)
+	if err == nil && demoted {
+		p.Attrs = append(p.Attrs, prependedASPath(sp.cfg.LocalAS))
+	}
+	return p, err
 }
 
 // HostRoute builds the GoBGP path of vip as a host route (/32 or /128) with

@@ -149,10 +149,11 @@ func (p BGPPeer) String() string { return p.format(true) }
 func (p BGPPeer) Syntax() string { return p.format(false) }
 
 func (p BGPPeer) format(redact bool) string {
-	s := p.Address.String() + "@" + strconv.FormatUint(uint64(p.AS), 10)
+	addr := p.Address.String()
 	if p.Address.Is6() {
-		s = "[" + p.Address.String() + "]@" + strconv.FormatUint(uint64(p.AS), 10)
+		addr = "[" + addr + "]"
 	}
+	s := addr + "@" + strconv.FormatUint(uint64(p.AS), 10)
 	var opts []string
 	if p.Password != "" {
 		v := url.QueryEscape(p.Password)
@@ -273,13 +274,7 @@ func (l *PeerList) Decode(s string) error {
 func (l PeerList) String() string { return joinStrings(l) }
 
 // Syntax returns the list in its configuration syntax, passwords included.
-func (l PeerList) Syntax() string {
-	s := make([]string, len(l))
-	for i, p := range l {
-		s[i] = p.Syntax()
-	}
-	return strings.Join(s, ",")
-}
+func (l PeerList) Syntax() string { return join(l, BGPPeer.Syntax) }
 
 // Community is a standard BGP community AS:VAL.
 type Community struct{ AS, Value uint16 }
@@ -321,10 +316,13 @@ func (cs *Communities) Decode(s string) error {
 // String returns the list in its configuration syntax.
 func (cs Communities) String() string { return joinStrings(cs) }
 
-func joinStrings[T fmt.Stringer](items []T) string {
+func joinStrings[T fmt.Stringer](items []T) string { return join(items, T.String) }
+
+// join formats every item with f and joins them with commas.
+func join[T any](items []T, f func(T) string) string {
 	s := make([]string, len(items))
 	for i, it := range items {
-		s[i] = it.String()
+		s[i] = f(it)
 	}
 	return strings.Join(s, ",")
 }

@@ -28,7 +28,8 @@ func TestReadOnlyMapping(t *testing.T) {
 }
 
 // TestExecutable runs the trim on the test binary itself: it must find its
-// code and read-only data and leave the process working.
+// code and read-only data; the test process going on afterwards (this test's
+// end, the rest of the package) is the proof it still runs.
 func TestExecutable(t *testing.T) {
 	if _, err := os.Stat("/proc/self/maps"); err != nil {
 		t.Skip("no /proc")
@@ -36,9 +37,6 @@ func TestExecutable(t *testing.T) {
 	n, err := Executable()
 	if err != nil || n == 0 {
 		t.Fatalf("trimmed %d bytes, %v", n, err)
-	}
-	if s := []byte("still running"); string(s) != "still running" {
-		t.Fatal("unreachable")
 	}
 }
 

@@ -31,7 +31,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		snapshot:    snapshot,
 		journal:     journal,
 		vipHeld:     prometheus.NewDesc(ns+"_vip_held", "1 while this node holds the VIP.", []string{"vip"}, nil),
-		failOpen:    prometheus.NewDesc(ns+"_fail_open", "1 while this node holds the VIP only because no node is healthy (fail open).", nil, nil),
+		failOpen:    prometheus.NewDesc(ns+"_fail_open", "1 while this node keeps the VIP although its own check fails (fail open): L2, no node is healthy; BGP, its route is announced demoted.", nil, nil),
 		vrrpState:   prometheus.NewDesc(ns+"_vrrp_state", "VRRP state per VIP: 0 initialize, 1 backup, 2 master.", []string{"vip"}, nil),
 		bgpUp:       prometheus.NewDesc(ns+"_bgp_peer_up", "1 while the BGP session with the peer is established.", []string{"peer"}, nil),
 		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),

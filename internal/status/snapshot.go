@@ -30,8 +30,8 @@ type Health struct {
 	Checks       map[string]uint64 `json:"checks"` // result -> count
 }
 
-// FailOpen says whether this node holds the VIP only because no node is
-// healthy, and why this one is not.
+// FailOpen says whether this node keeps the VIP although its own check
+// fails (L2: no node is healthy; BGP: its route is demoted), and why.
 type FailOpen struct {
 	Enabled  bool   `json:"enabled"`  // NOVAEDGE_CP_VIP_FAIL_OPEN
 	InForce  bool   `json:"in_force"` // holding the VIP while unhealthy

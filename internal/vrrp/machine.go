@@ -117,7 +117,7 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 		case !m.master.IsValid():
 		case m.preempts(m.masterPriority):
 			m.takeOverSoon(now)
-		case m.masterPriority > 0:
+		default:
 			// No longer stronger than the master (we turned unhealthy
 			// before taking its VIP): wait for it as usual.
 			m.deadline = now.Add(m.MasterDownInterval())

@@ -153,10 +153,8 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 	figure(t, fmt.Sprintf("real L2: holder %s's apiserver SIGKILLed to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
 	time.Sleep(time.Second)
-	ss := lab.Samples(probe)
-	ok, failed, firstErr := lab.RequestCounts(ss, killed, time.Now())
-	figure(t, fmt.Sprintf("real L2, apiserver SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), lab.FailedSpan(ss, killed, time.Now()))
-	t.Logf("requests from the kill on: %s", lab.RequestRuns(ss, killed, time.Now()))
+	requestFigure(t, probe, killed, "real L2, apiserver SIGKILLed")
+	t.Logf("requests from the kill on: %s", lab.RequestRuns(lab.Samples(probe), killed, time.Now()))
 	if err := c.cp.StartAPIServer(holder); err != nil {
 		t.Fatal(err)
 	}
@@ -201,9 +199,7 @@ func TestRealBGPApiserverKilled(t *testing.T) {
 	}
 	figure(t, "real BGP: n1's apiserver SIGKILLed to its next hop gone from the router", b.waitHops(t, vip4, 20*time.Second, all[1:]...))
 	time.Sleep(2 * time.Second)
-	ss := lab.Samples(probe)
-	ok, failed, firstErr := lab.RequestCounts(ss, killed, time.Now())
-	figure(t, fmt.Sprintf("real BGP, one of three apiservers SIGKILLed: %d requests failed, %d succeeded (first error %q); client outage", failed, ok, firstErr), lab.FailedSpan(ss, killed, time.Now()))
+	requestFigure(t, probe, killed, "real BGP, one of three apiservers SIGKILLed")
 }
 
 // TestRealEtcdTrouble: etcd frozen on the holder only (its apiserver's
@@ -230,9 +226,7 @@ func TestRealEtcdTrouble(t *testing.T) {
 	next, d := c.waitHolder(t, vip4, holder, 30*time.Second)
 	figure(t, fmt.Sprintf("real etcd: holder %s's member frozen to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
-	ss := lab.Samples(probe)
-	ok, failed, _ := lab.RequestCounts(ss, frozen, time.Now())
-	figure(t, fmt.Sprintf("real etcd, holder's member frozen: %d requests failed, %d succeeded; client outage", failed, ok), lab.FailedSpan(ss, frozen, time.Now()))
+	requestFigure(t, probe, frozen, "real etcd, holder's member frozen")
 	if err := c.cp.SignalEtcd(holder, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +251,7 @@ func TestRealEtcdTrouble(t *testing.T) {
 		code, err := c.cp.Livez(i, "/livez", true)
 		codes = append(codes, fmt.Sprintf("%s=%d(%v)", c.nodes[i].Name, code, err != nil))
 	}
-	ss = lab.Samples(probe)
+	ss := lab.Samples(probe)
 	ok, failed, firstErr := lab.RequestCounts(ss, lost, time.Now())
 	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q); outage %s",
 		share*100, codes, ok, failed, firstErr, lab.FailedSpan(ss, lost, time.Now()))

@@ -45,11 +45,8 @@ func TestRealFailOpenTokenInvalid(t *testing.T) {
 	if s := readFailOpen(t, c.nodes[holder]); !s.FailOpen.InForce {
 		t.Errorf("holder's status: %+v, want fail open in force", s.FailOpen)
 	}
-	ss := lab.Samples(probe)
-	ok, failed, firstErr := lab.RequestCounts(ss, deleted, time.Now())
-	figure(t, fmt.Sprintf("real fail open, every node's token invalid (all unhealthy %.1f s after the deletion): %d requests failed, %d succeeded (first error %q); client outage",
-		allUnhealthy.Sub(deleted).Seconds(), failed, ok, firstErr), lab.FailedSpan(ss, deleted, time.Now()))
-	if failed > 0 {
+	what := fmt.Sprintf("real fail open, every node's token invalid (all unhealthy %.1f s after the deletion)", allUnhealthy.Sub(deleted).Seconds())
+	if failed := requestFigure(t, probe, deleted, what); failed > 0 {
 		t.Errorf("%d requests through the VIP failed while every apiserver was fine", failed)
 	}
 }

@@ -80,6 +80,18 @@ func (c *realCluster) startControlPlane(t testing.TB) {
 
 // waitFirstOK waits up to d for the client's first successful request sent
 // at or after from, and returns when its answer came.
+// requestFigure writes a FIGURE line of what the client saw since since —
+// failed and succeeded requests, the first error, the outage — and returns
+// the number that failed.
+func requestFigure(t testing.TB, probe *lab.Process, since time.Time, what string) int {
+	t.Helper()
+	ss, now := lab.Samples(probe), time.Now()
+	ok, failed, firstErr := lab.RequestCounts(ss, since, now)
+	figure(t, fmt.Sprintf("%s: %d requests failed, %d succeeded (first error %q); client outage", what, failed, ok, firstErr),
+		lab.FailedSpan(ss, since, now))
+	return failed
+}
+
 func waitFirstOK(t testing.TB, p *lab.Process, from time.Time, d time.Duration) time.Time {
 	t.Helper()
 	at, err := lab.FirstOK(p, from, d)
