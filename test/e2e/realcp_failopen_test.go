@@ -11,8 +11,11 @@ import (
 
 // TestRealFailOpenTokenInvalid: three nodes share one ServiceAccount token;
 // the ServiceAccount is deleted, so every node's check gets 401 while every
-// apiserver is fine. The VIP stays on one node and the client through it
-// never fails; the holder's status says fail open.
+// apiserver is fine. The apiservers' token-review caches expire at different
+// moments, so the VIP may move once, to a node whose check still passes (as
+// docs/vrrp.md says); once every node is unhealthy it stays on one node, its
+// status says fail open, and the client through it does not fail — at most
+// the one request in flight when a move switches the neighbours' MAC.
 func TestRealFailOpenTokenInvalid(t *testing.T) {
 	c := newRealCluster(t, 3, lab.APIServerOptions{})
 	withStatus(c.cluster)
@@ -38,16 +41,22 @@ func TestRealFailOpenTokenInvalid(t *testing.T) {
 		waitLine(t, c.procs[i], 0, "API server health changed", "state=unhealthy")
 	}
 	allUnhealthy := time.Now()
-	c.stayOne(t, vip4, 5*time.Second)
-	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
-		t.Fatalf("holders %v, want %s to keep the VIP", c.names(hs), c.nodes[holder].Name)
+	keeper, _ := c.waitHolder(t, vip4, -1, 5*time.Second)
+	moved := 0
+	if keeper != holder {
+		moved = 1
+		t.Logf("FIGURE real fail open, token invalid: the VIP moved once, %s to %s, as the failure began", c.nodes[holder].Name, c.nodes[keeper].Name)
 	}
-	if s := readFailOpen(t, c.nodes[holder]); !s.FailOpen.InForce {
+	c.stayOne(t, vip4, 5*time.Second)
+	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != keeper {
+		t.Fatalf("holders %v, want %s to keep the VIP", c.names(hs), c.nodes[keeper].Name)
+	}
+	if s := readFailOpen(t, c.nodes[keeper]); !s.FailOpen.InForce {
 		t.Errorf("holder's status: %+v, want fail open in force", s.FailOpen)
 	}
 	what := fmt.Sprintf("real fail open, every node's token invalid (all unhealthy %.1f s after the deletion)", allUnhealthy.Sub(deleted).Seconds())
-	if failed := requestFigure(t, probe, deleted, what); failed > 0 {
-		t.Errorf("%d requests through the VIP failed while every apiserver was fine", failed)
+	if failed := requestFigure(t, probe, deleted, what); failed > moved {
+		t.Errorf("%d requests through the VIP failed while every apiserver was fine (the VIP moved %d times)", failed, moved)
 	}
 }
 
