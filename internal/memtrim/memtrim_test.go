@@ -2,6 +2,8 @@ package memtrim
 
 import (
 	"os"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -27,17 +29,67 @@ func TestReadOnlyMapping(t *testing.T) {
 	}
 }
 
+// smaps is /proc/PID/smaps of a cgo build (shortened): code, read-only data,
+// the RELRO page the dynamic loader wrote (now r--p, one anonymous page) and
+// the writable data.
+const smaps = `00400000-00d7e000 r-xp 00000000 08:01 1234 /usr/bin/novaedge-cpvip
+Size:               9720 kB
+Rss:                4096 kB
+Anonymous:             0 kB
+VmFlags: rd ex mr mw me dw sd
+00d7e000-018fd000 r--p 0097e000 08:01 1234 /usr/bin/novaedge-cpvip
+Size:              11772 kB
+Anonymous:             0 kB
+VmFlags: rd mr mw me dw sd
+01928000-01929000 r--p 01527000 08:01 1234 /usr/bin/novaedge-cpvip
+Size:                  4 kB
+Anonymous:             4 kB
+VmFlags: rd mr mw me ac sd
+01929000-019b1000 rw-p 01528000 08:01 1234 /usr/bin/novaedge-cpvip
+Size:                544 kB
+Anonymous:           100 kB
+VmFlags: rd wr mr mw me ac sd
+7fc544e16000-7fc544f6c000 r-xp 00026000 08:01 99 /usr/lib/x86_64-linux-gnu/libc.so.6
+Size:               1368 kB
+Anonymous:             0 kB
+`
+
+func TestTrimmable(t *testing.T) {
+	got, err := trimmable(strings.NewReader(smaps), "/usr/bin/novaedge-cpvip")
+	want := []span{{0x400000, 0xd7e000}, {0xd7e000, 0x18fd000}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("trimmable = %x, %v; want %x (never the loader's RELRO page, never writable)", got, err, want)
+	}
+	// A mapping whose Anonymous line is missing is not known clean: kept.
+	noAnon := "00400000-00d7e000 r-xp 00000000 08:01 1234 /x\nSize: 4 kB\n"
+	if got, _ := trimmable(strings.NewReader(noAnon), "/x"); len(got) != 0 {
+		t.Errorf("no Anonymous line: trimmable = %x, want none", got)
+	}
+}
+
 // TestExecutable runs the trim on the test binary itself: it must find its
 // code and read-only data; the test process going on afterwards (this test's
 // end, the rest of the package) is the proof it still runs.
 func TestExecutable(t *testing.T) {
-	if _, err := os.Stat("/proc/self/maps"); err != nil {
+	if _, err := os.Stat("/proc/self/smaps"); err != nil {
 		t.Skip("no /proc")
 	}
 	n, err := Executable()
 	if err != nil || n == 0 {
 		t.Fatalf("trimmed %d bytes, %v", n, err)
 	}
+}
+
+func FuzzTrimmable(f *testing.F) {
+	f.Add(smaps, "/usr/bin/novaedge-cpvip")
+	f.Fuzz(func(t *testing.T, text, path string) {
+		spans, _ := trimmable(strings.NewReader(text), path)
+		for _, s := range spans {
+			if s.end <= s.start {
+				t.Fatalf("empty or inverted range %x-%x accepted", s.start, s.end)
+			}
+		}
+	})
 }
 
 func FuzzReadOnlyMapping(f *testing.F) {
@@ -48,4 +100,21 @@ func FuzzReadOnlyMapping(f *testing.F) {
 			t.Fatalf("%q: empty or inverted range %x-%x accepted", line, start, end)
 		}
 	})
+}
+
+// TestExecutableThenHeapGrows makes the runtime map new memory after the
+// trim. In a cgo build (the race detector's) the runtime maps through a
+// pointer the dynamic loader wrote into a read-only mapping (RELRO): a trim
+// that dropped such a page made the next mmap jump to 0.
+func TestExecutableThenHeapGrows(t *testing.T) {
+	if _, err := Executable(); err != nil {
+		t.Fatal(err)
+	}
+	var keep [][]byte
+	for range 64 {
+		keep = append(keep, make([]byte, 1<<20))
+	}
+	if len(keep) != 64 {
+		t.Fatal("allocation lost")
+	}
 }
