@@ -114,6 +114,9 @@ func ttlFrom(oob []byte) int {
 				return int(data[0])
 			}
 		}
+		if cmsgAlign(n) > len(oob) {
+			return -1 // the last message, unpadded
+		}
 		oob = oob[cmsgAlign(n):]
 	}
 	return -1
