@@ -7,5 +7,7 @@
 // session from 49152-65535, TTL 255 sent and required). It knows nothing of
 // BGP: it reports each session's state.
 //
-// The receive and send paths do not allocate.
+// The receive and send paths do not allocate, and a packet is handled on
+// the goroutine that reads it: one reader per address family and one timer
+// for all sessions (loop.go), raw system calls for the packets (rawio.go).
 package bfd

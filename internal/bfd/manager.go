@@ -38,36 +38,42 @@ type SessionStatus struct {
 	Since      time.Time
 }
 
-// Manager runs one session per peer.
+// Manager runs the sessions with peers. One goroutine per address family
+// reads that family's packets and handles each where it reads it (no
+// goroutine hand-off); one goroutine with one timer sends and expires for
+// every session at the earliest deadline of all (loop.go). Both hold mu
+// while they touch a session. Packets go in and out by raw system calls
+// (rawio.go), so the idle runtime is not woken for each.
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
 	onChange func(Change)
 	peers    []*peer
-	byDisc   map[uint32]*peer
+	byDisc   map[uint32]*peer // read-only once NewManager returns
 	byAddr   map[netip.Addr]*peer
-	conns    []*net.UDPConn
+	loops    []*loop
 	drops    Drops
+	stop     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+
+	mu      sync.Mutex // the sessions, timer and timerAt
+	timer   *time.Timer
+	timerAt time.Time
 }
 
-type rxMsg struct {
-	p   Packet
-	raw [maxPacketLen]byte
-	n   int
-	at  time.Time
+// loop is one family's receive socket and the sessions it owns.
+type loop struct {
+	conn  *net.UDPConn
+	rx    *receiver
+	peers []*peer
 }
 
 type peer struct {
 	addr    netip.Addr
-	s       *Session
-	tx      *net.UDPConn
+	s       *Session // under Manager.mu
+	tx      *sender
 	port    int
-	rx      chan rxMsg
-	admin   chan struct{}
-	done    chan struct{}
-	buf     [maxPacketLen]byte
 	scratch [maxPacketLen]byte
 
 	mu     sync.Mutex
@@ -75,13 +81,20 @@ type peer struct {
 }
 
 // NewManager opens the sockets for sessions with peers; onChange sees every
-// state change, from the session's goroutine (it must not block).
+// state change, with the sessions locked (it must not block).
 func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog.Logger) (*Manager, error) {
-	m := &Manager{cfg: cfg, log: log, onChange: onChange, byDisc: map[uint32]*peer{}, byAddr: map[netip.Addr]*peer{}}
+	m := &Manager{cfg: cfg, log: log, onChange: onChange, byDisc: map[uint32]*peer{}, byAddr: map[netip.Addr]*peer{},
+		stop: make(chan struct{})}
 	seed := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6266_64))
 	for _, a := range peers {
-		tx, port, err := dial(a, seed)
+		c, port, err := dial(a, seed)
 		if err != nil {
+			m.close()
+			return nil, err
+		}
+		tx, err := newSender(c)
+		if err != nil {
+			c.Close()
 			m.close()
 			return nil, err
 		}
@@ -89,14 +102,18 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 		for disc == 0 || m.byDisc[disc] != nil {
 			disc = seed.Uint32()
 		}
-		p := &peer{addr: a, tx: tx, port: port, rx: make(chan rxMsg, 8), admin: make(chan struct{}), done: make(chan struct{}),
-			s: NewSession(cfg, disc, rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())), time.Now())}
-		p.status = SessionStatus{Peer: a, State: Down, SrcPort: port, Since: time.Now()}
+		p := newPeer(a, tx, port, NewSession(cfg, disc, rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())), time.Now()))
 		m.peers = append(m.peers, p)
 		m.byDisc[disc], m.byAddr[a] = p, p
 	}
 	for _, v6 := range []bool{false, true} {
-		if !m.hasFamily(v6) {
+		l := &loop{}
+		for _, p := range m.peers {
+			if p.addr.Is6() == v6 {
+				l.peers = append(l.peers, p)
+			}
+		}
+		if len(l.peers) == 0 {
 			continue
 		}
 		c, err := listen(v6)
@@ -104,30 +121,32 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 			m.close()
 			return nil, err
 		}
-		m.conns = append(m.conns, c)
+		if l.rx, err = newReceiver(c); err != nil {
+			c.Close()
+			m.close()
+			return nil, err
+		}
+		l.conn = c
+		m.loops = append(m.loops, l)
 	}
 	return m, nil
 }
 
-func (m *Manager) hasFamily(v6 bool) bool {
-	for _, p := range m.peers {
-		if p.addr.Is6() == v6 {
-			return true
-		}
-	}
-	return false
+func newPeer(a netip.Addr, tx *sender, port int, s *Session) *peer {
+	return &peer{addr: a, tx: tx, port: port, s: s, status: SessionStatus{Peer: a, State: Down, SrcPort: port, Since: time.Now()}}
 }
 
-// Start runs the receivers and one goroutine per session until Shutdown.
+// Start runs the readers and the timer until Shutdown.
 func (m *Manager) Start() {
-	for _, c := range m.conns {
+	m.mu.Lock()
+	m.timer, m.timerAt = time.NewTimer(0), time.Now()
+	m.mu.Unlock()
+	for _, l := range m.loops {
 		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.receive(c) }()
+		go func() { defer m.wg.Done(); m.receive(l) }()
 	}
-	for _, p := range m.peers {
-		m.wg.Add(1)
-		go func() { defer m.wg.Done(); m.run(p) }()
-	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); m.tick() }()
 }
 
 // Shutdown takes every session AdminDown (diag 7), sends the AdminDown
@@ -135,59 +154,21 @@ func (m *Manager) Start() {
 // closes everything. It may be called more than once.
 func (m *Manager) Shutdown() {
 	m.stopOnce.Do(func() {
-		for _, p := range m.peers {
-			close(p.admin)
-		}
-		for _, p := range m.peers {
-			<-p.done
-		}
+		close(m.stop)
+		m.mu.Lock()
+		m.adminDown()
+		m.mu.Unlock()
 		m.close()
 		m.wg.Wait()
 	})
 }
 
 func (m *Manager) close() {
-	for _, c := range m.conns {
-		c.Close()
+	for _, l := range m.loops {
+		l.conn.Close()
 	}
 	for _, p := range m.peers {
-		p.tx.Close()
-	}
-}
-
-// receive reads one family's socket: checks the TTL, decodes, finds the
-// session (RFC 5880 section 6.8.6 steps 7-8) and hands the packet to it.
-func (m *Manager) receive(c *net.UDPConn) {
-	var msg rxMsg
-	var oob [128]byte
-	for {
-		n, oobn, _, from, err := c.ReadMsgUDPAddrPort(msg.raw[:], oob[:])
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
-		if err != nil {
-			m.log.Warn("Receiving BFD packet failed", "error", err)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		msg.n, msg.at = n, time.Now()
-		if ttlFrom(oob[:oobn]) != TTL {
-			m.drops.Add(DropTTL) // RFC 5881 section 5: not from a directly connected peer
-			continue
-		}
-		if err := msg.p.Decode(msg.raw[:n]); err != nil {
-			m.dropped(err)
-			continue
-		}
-		p, err := m.lookup(&msg.p, from.Addr().Unmap())
-		if err != nil {
-			m.dropped(err)
-			continue
-		}
-		select {
-		case p.rx <- msg:
-		default: // the session is behind: a lost packet, as on the wire
-		}
+		p.tx.conn.Close()
 	}
 }
 
@@ -212,56 +193,6 @@ func (m *Manager) dropped(err error) {
 	var r Reason
 	if errors.As(err, &r) {
 		m.drops.Add(r)
-	}
-}
-
-// run is the session's goroutine: it owns the Session.
-func (m *Manager) run(p *peer) {
-	defer close(p.done)
-	tx, detect := time.NewTimer(0), time.NewTimer(time.Hour)
-	defer tx.Stop()
-	defer detect.Stop()
-	admin := p.admin
-	for {
-		prev := p.s.State()
-		select {
-		case <-admin:
-			p.s.SetAdminDown(time.Now())
-			m.report(p, prev)
-			for i := range adminDownPackets {
-				if i > 0 {
-					time.Sleep(adminDownGap)
-				}
-				m.send(p, time.Now())
-			}
-			return
-		case msg := <-p.rx:
-			if _, err := p.s.Receive(&msg.p, msg.raw[:msg.n], p.scratch[:], msg.at); err != nil {
-				m.dropped(err)
-			}
-			if p.s.FinalPending() {
-				m.send(p, time.Now()) // answer a Poll at once (section 6.5)
-			}
-		case <-tx.C:
-			m.send(p, time.Now())
-		case <-detect.C:
-			p.s.Expire(time.Now())
-		}
-		m.report(p, prev)
-		tx.Reset(time.Until(p.s.NextTx()))
-		if d := p.s.DetectDeadline(); d.IsZero() {
-			detect.Stop()
-		} else {
-			detect.Reset(time.Until(d))
-		}
-	}
-}
-
-func (m *Manager) send(p *peer, now time.Time) {
-	var pk Packet
-	p.s.Transmit(&pk, now)
-	if _, err := p.tx.Write(pk.Encode(p.buf[:], m.cfg.Key)); err != nil && !errors.Is(err, net.ErrClosed) {
-		m.log.Debug("Sending BFD packet failed", "peer", p.addr, "error", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -15,8 +16,9 @@ import (
 )
 
 // usage is a process tree's CPU time (clock ticks, with its reaped
-// children's: keepalived's check scripts) and RSS (KiB) now.
-func usage(t testing.TB, pids []int) (ticks, rssKiB int) {
+// children's: keepalived's check scripts), RSS (KiB) and context switches
+// (voluntary and not, every thread's: the wake-ups) now.
+func usage(t testing.TB, pids []int) (ticks, rssKiB, switches int) {
 	t.Helper()
 	for _, pid := range pids {
 		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
@@ -28,15 +30,26 @@ func usage(t testing.TB, pids []int) (ticks, rssKiB int) {
 			v, _ := strconv.Atoi(f[i])
 			ticks += v
 		}
-		status, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-		for _, line := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				kb, _ := strconv.Atoi(strings.Fields(v)[0])
-				rssKiB += kb
-			}
+		rssKiB += statusField(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:")
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, task := range tasks {
+			file := fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name())
+			switches += statusField(file, "voluntary_ctxt_switches:") + statusField(file, "nonvoluntary_ctxt_switches:")
 		}
 	}
-	return ticks, rssKiB
+	return ticks, rssKiB, switches
+}
+
+// statusField returns the number after key in a /proc status file, or 0.
+func statusField(file, key string) int {
+	status, _ := os.ReadFile(file)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	return 0
 }
 
 // children returns pid and its child processes (keepalived forks its VRRP process).
@@ -54,32 +67,48 @@ func children(pid int) []int {
 	return out
 }
 
-// footprintOver measures CPU % of one core and RSS (MiB) of pids over d.
-func footprintOver(t testing.TB, pids []int, d time.Duration) (cpu, rssMiB float64) {
-	t0, _ := usage(t, pids)
-	start := time.Now()
-	time.Sleep(d)
-	t1, rss := usage(t, pids)
-	const hz = 100 // USER_HZ on Linux
-	return float64(t1-t0) / hz / time.Since(start).Seconds() * 100, float64(rss) / 1024
+// idleCost is a process tree's cost over a window.
+type idleCost struct {
+	CPU     float64 // % of one core
+	RSS     float64 // MiB at the end
+	Wakeups float64 // context switches a second
 }
 
-// BenchmarkIdleFootprint measures CPU and RSS over BENCH_IDLE_WINDOWS
-// windows of BENCH_IDLE_SECONDS (default 3 of 60 s; medians) with one VIP held: first ours in L2 (advert 1 s, health 1 s)
-// and keepalived (advert 1 s) at the same time, each in a lab of its own
-// (neither hears the other's advertisements, as in a cluster of one kind),
-// and keepalived as the kubeadm guide deploys it for an apiserver (its
-// vrrp_script forks curl every 3 s); then ours in BGP with BFD at 50 ms x 3
-// peering FRR, alone.
-func BenchmarkIdleFootprint(b *testing.B) {
-	needKeepalived(b)
-	secs := 60
+// footprintOver measures pids over d.
+func footprintOver(t testing.TB, pids []int, d time.Duration) idleCost {
+	t0, _, s0 := usage(t, pids)
+	start := time.Now()
+	time.Sleep(d)
+	t1, rss, s1 := usage(t, pids)
+	const hz = 100 // USER_HZ on Linux
+	secs := time.Since(start).Seconds()
+	return idleCost{CPU: float64(t1-t0) / hz / secs * 100, RSS: float64(rss) / 1024, Wakeups: float64(s1-s0) / secs}
+}
+
+// idleWindow is BENCH_IDLE_SECONDS (default 60 s), the length of one
+// measured window.
+func idleWindow() time.Duration {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_IDLE_SECONDS")); err == nil && n > 0 {
-		secs = n
+		return time.Duration(n) * time.Second
 	}
-	over := time.Duration(secs) * time.Second
-	c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
-		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
+	return time.Minute
+}
+
+// idleNote names the windows a row's figure is the median of.
+func idleNote(over time.Duration) string {
+	return fmt.Sprintf("median of %s windows of %d s", cmp.Or(os.Getenv("BENCH_IDLE_WINDOWS"), "3"), int(over.Seconds()))
+}
+
+// BenchmarkIdleL2 measures CPU, RSS and wake-ups over BENCH_IDLE_WINDOWS
+// windows (default 3; medians) with one VIP held: ours in L2 with the
+// defaults (advert 1 s, health 1 s) and keepalived (advert 1 s) at the same
+// time, each in a lab of its own (neither hears the other's advertisements,
+// as in a cluster of one kind), and keepalived as the kubeadm guide deploys
+// it for an apiserver (its vrrp_script forks curl every 3 s).
+func BenchmarkIdleL2(b *testing.B) {
+	needKeepalived(b)
+	over := idleWindow()
+	c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32")
 	quiet(c.Lab)
 	c.startAll(b)
 	k := newCluster(b, 0)
@@ -93,71 +122,185 @@ func BenchmarkIdleFootprint(b *testing.B) {
 	}
 	time.Sleep(5 * time.Second) // settled: past start-up work
 	b.ResetTimer()
-	l2 := measureWindows(b, over, []int{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID()))
-	c.Close()
-	k.Close()
-	ks.Close()
-	g := newBGPLab(b, 1)
-	quiet(g.Lab)
-	g.startFRRWithBFD(b)
-	g.start(b, 0, bfdEnv...)
-	g.waitBFD(b, nodeV4(0), "up", 30*time.Second)
-	g.waitHops(b, vip4, 30*time.Second, nodeV4(0))
-	time.Sleep(5 * time.Second) // past FRR's BFD reset after Established
-	bgp := measureWindows(b, over, []int{g.procs[0].PID()})
+	got := measureWindows(b, over, []int{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID()))
 	b.StopTimer()
 	for i, name := range []string{"novaedge-cpvip L2", "keepalived L2", "keepalived L2, kubeadm script"} {
-		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB over %d s", name, l2[i][0], l2[i][1], secs)
+		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB, %.1f wake-ups/s", name, got[i].CPU, got[i].RSS, got[i].Wakeups)
 	}
-	b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB over %d s", "novaedge-cpvip BGP+BFD 50 ms", bgp[0][0], bgp[0][1], secs)
-	note := fmt.Sprintf("median of %s windows of %d s", cmp.Or(os.Getenv("BENCH_IDLE_WINDOWS"), "3"), secs)
-	record(b, Row{Name: "idle CPU, one VIP held, L2", Unit: "%", Ours: Figure{Median: l2[0][0], N: 1},
-		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: Figure{Median: l2[1][0], N: 1}},
-			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: Figure{Median: l2[2][0], N: 1}}}, Note: note})
-	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: Figure{Median: l2[0][1], N: 1},
-		Others: versus("keepalived 2.2.7", Figure{Median: l2[1][1], N: 1})})
-	record(b, Row{Name: "idle CPU, BGP+BFD 50 ms x 3", Unit: "%", Ours: Figure{Median: bgp[0][0], N: 1}, Note: note})
-	record(b, Row{Name: "idle RSS, BGP+BFD 50 ms x 3", Unit: "MiB", Ours: Figure{Median: bgp[0][1], N: 1}})
+	fig := func(v float64) Figure { return Figure{Median: v, N: 1} }
+	record(b, Row{Name: "idle CPU, one VIP held, L2", Unit: "%", Ours: fig(got[0].CPU),
+		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: fig(got[1].CPU)},
+			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: fig(got[2].CPU)}}, Note: idleNote(over)})
+	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: fig(got[0].RSS),
+		Others: versus("keepalived 2.2.7", fig(got[1].RSS))})
+	record(b, Row{Name: "idle wake-ups/s, one VIP held, L2", Unit: "/s", Ours: fig(got[0].Wakeups),
+		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: fig(got[1].Wakeups)},
+			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: fig(got[2].Wakeups)}}, Note: idleNote(over)})
+}
+
+// BenchmarkIdleBGP measures, side by side over the same windows, ours in BGP
+// mode with BFD at 50 ms x 3 (health check at its default) and an FRR node
+// (bgpd and bfdd, and zebra, which an FRR node also runs) with the same
+// sessions: both announce the VIP to three FRR routers on one switch. With
+// BENCH_BINARY_B set, a third node runs that build of ours (an A/B pair in
+// the same windows; logged, not recorded).
+func BenchmarkIdleBGP(b *testing.B) {
+	over := idleWindow()
+	l, err := lab.New(b.Logf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(l.Close)
+	quiet(l)
+	host := func(name string, a netip.Addr) *lab.Host {
+		h, err := l.AddHost(name, netip.PrefixFrom(a, 24), netip.Prefix{}, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h
+	}
+	var routers, nodes []netip.Addr
+	for i := range 3 {
+		routers = append(routers, netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i)}))
+	}
+	bins := []string{binary}
+	if other := os.Getenv("BENCH_BINARY_B"); other != "" {
+		bins = append(bins, other)
+	}
+	for i := range len(bins) + 1 {
+		nodes = append(nodes, nodeV4(i))
+	}
+	var frrs []*lab.FRR
+	for i, r := range routers {
+		f, err := host(fmt.Sprintf("r%d", i+1), r).StartFRR(lab.FRRConfig{
+			BGP: lab.BGPRouterConfig(r, 65002, nodes, "", true), BFD: lab.BFDRouterConfig(50, 3)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		frrs = append(frrs, f)
+	}
+	frrNode := host("frr", nodes[0])
+	if _, err := frrNode.Exec("ip", "addr", "add", vip4.String(), "dev", "lo"); err != nil {
+		b.Fatal(err)
+	}
+	fn, err := frrNode.StartFRR(lab.FRRConfig{BGP: lab.BGPNodeConfig(nodes[0], routers, vip4), BFD: lab.BFDRouterConfig(50, 3)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var peers []string
+	for _, r := range routers {
+		peers = append(peers, r.String()+"@65001")
+	}
+	var ours [][]int
+	for i, bin := range bins {
+		h := host(fmt.Sprintf("n%d", i+1), nodes[i+1])
+		if _, err := h.StartAPIServer(6443); err != nil {
+			b.Fatal(err)
+		}
+		env := append([]string{"NOVAEDGE_CP_VIP_MODE=bgp", "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String(),
+			"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent", "NOVAEDGE_BGP_LOCAL_AS=65002",
+			"NOVAEDGE_BGP_ROUTER_ID=" + nodes[i+1].String(), "NOVAEDGE_BGP_PEERS=" + strings.Join(peers, ",")}, bfdEnv...)
+		p, err := h.Start(h.Name, env, bin, "run")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ours = append(ours, []int{p.PID()})
+	}
+	for _, f := range frrs {
+		waitFRRSessions(b, f, nodes)
+	}
+	time.Sleep(10 * time.Second) // past FRR's BFD reset after Established, and start-up work
+	b.ResetTimer()
+	bgpdBFDD := []int{fn.Daemon("bgpd").PID(), fn.Daemon("bfdd").PID()}
+	got := measureWindows(b, over, append(ours, bgpdBFDD, append(bgpdBFDD, fn.Daemon("zebra").PID()))...)
+	b.StopTimer()
+	names := []string{"novaedge-cpvip BGP+BFD", "novaedge-cpvip B build", "FRR node, bgpd+bfdd", "FRR node with zebra"}
+	if len(ours) == 1 {
+		names = slices.Delete(names, 1, 2)
+	}
+	for i, name := range names {
+		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB, %.1f wake-ups/s", name, got[i].CPU, got[i].RSS, got[i].Wakeups)
+	}
+	frr, frrZ := got[len(got)-2], got[len(got)-1]
+	fig := func(v float64) Figure { return Figure{Median: v, N: 1} }
+	const node, nodeZ = "FRR 8.4 node (bgpd + bfdd)", "FRR 8.4 node (bgpd + bfdd + zebra)"
+	record(b, Row{Name: "idle CPU, BGP+BFD 50 ms x 3, three peers", Unit: "%", Ours: fig(got[0].CPU),
+		Others: []Compared{{Tool: node, Figure: fig(frr.CPU)}, {Tool: nodeZ, Figure: fig(frrZ.CPU)}}, Note: idleNote(over)})
+	record(b, Row{Name: "idle RSS, BGP+BFD 50 ms x 3, three peers", Unit: "MiB", Ours: fig(got[0].RSS),
+		Others: []Compared{{Tool: node, Figure: fig(frr.RSS)}, {Tool: nodeZ, Figure: fig(frrZ.RSS)}}})
+	record(b, Row{Name: "idle wake-ups/s, BGP+BFD 50 ms x 3, three peers", Unit: "/s", Ours: fig(got[0].Wakeups),
+		Others: []Compared{{Tool: node, Figure: fig(frr.Wakeups)}, {Tool: nodeZ, Figure: fig(frrZ.Wakeups)}}, Note: idleNote(over)})
+}
+
+// waitFRRSessions waits until a router's BGP sessions and BFD sessions with
+// every node are up and it installs the VIP via all of them.
+func waitFRRSessions(t testing.TB, f *lab.FRR, nodes []netip.Addr) {
+	t.Helper()
+	err := lab.Eventually(60*time.Second, func() error {
+		peers, err := f.BFDPeers()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if peers[n.String()].Status != "up" {
+				return fmt.Errorf("BFD with %s: %q", n, peers[n.String()].Status)
+			}
+		}
+		hops, err := f.NextHops(vip4)
+		if err != nil {
+			return err
+		}
+		if len(hops) != len(nodes) {
+			return fmt.Errorf("VIP via %v, want %v", hops, nodes)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // measureWindows measures every tree over BENCH_IDLE_WINDOWS (default 3)
-// windows of d side by side and returns each tree's median CPU % and RSS MiB.
-func measureWindows(b *testing.B, d time.Duration, trees ...[]int) [][2]float64 {
+// windows of d side by side and returns each tree's medians.
+func measureWindows(b *testing.B, d time.Duration, trees ...[]int) []idleCost {
 	n := 3
 	if v, err := strconv.Atoi(os.Getenv("BENCH_IDLE_WINDOWS")); err == nil && v > 0 {
 		n = v
 	}
-	per := make([][][2]float64, len(trees))
+	per := make([][]idleCost, len(trees))
 	for w := range n {
 		for i, got := range measureAll(b, d, trees...) {
 			per[i] = append(per[i], got)
-			b.Logf("window %d, tree %d: CPU %.3f %%, RSS %.1f MiB", w+1, i, got[0], got[1])
+			b.Logf("window %d, tree %d: CPU %.3f %%, RSS %.1f MiB, %.1f wake-ups/s", w+1, i, got.CPU, got.RSS, got.Wakeups)
 		}
 	}
-	out := make([][2]float64, len(trees))
+	out := make([]idleCost, len(trees))
 	for i, ws := range per {
-		for k := range 2 {
-			vals := make([]float64, len(ws))
-			for j, w := range ws {
-				vals[j] = w[k]
-			}
-			slices.Sort(vals)
-			out[i][k] = vals[(len(vals)-1)/2]
-		}
+		out[i] = idleCost{CPU: median(ws, func(f idleCost) float64 { return f.CPU }),
+			RSS: median(ws, func(f idleCost) float64 { return f.RSS }), Wakeups: median(ws, func(f idleCost) float64 { return f.Wakeups })}
 	}
 	return out
 }
 
-// measureAll measures CPU % and RSS MiB of each process tree over the same d.
-func measureAll(b *testing.B, d time.Duration, trees ...[]int) [][2]float64 {
-	got := make([][2]float64, len(trees))
+// median returns the median (the lower one of an even count) of one field.
+func median(ws []idleCost, field func(idleCost) float64) float64 {
+	vals := make([]float64, len(ws))
+	for j, w := range ws {
+		vals[j] = field(w)
+	}
+	slices.Sort(vals)
+	return vals[(len(vals)-1)/2]
+}
+
+// measureAll measures each process tree over the same d.
+func measureAll(b *testing.B, d time.Duration, trees ...[]int) []idleCost {
+	got := make([]idleCost, len(trees))
 	var wg sync.WaitGroup
 	for i, pids := range trees {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cpu, rss := footprintOver(b, pids, d)
-			got[i] = [2]float64{cpu, rss}
+			got[i] = footprintOver(b, pids, d)
 		}()
 	}
 	wg.Wait()

@@ -323,3 +323,21 @@ func (f *FRR) BFDDownEvents() (map[string]int, error) {
 	}
 	return m, nil
 }
+
+// BGPNodeConfig renders the bgpd.conf of an FRR node that does what ours
+// does in BGP mode: AS 65002 announcing prefix to each router (AS 65001,
+// timers 3 9) with BFD profile "fast". The prefix is announced whether or
+// not it is in the RIB (no import check), as ours does.
+func BGPNodeConfig(routerID netip.Addr, routers []netip.Addr, prefix netip.Prefix) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "router bgp 65002\n bgp router-id %s\n no bgp ebgp-requires-policy\n no bgp network import-check\n no bgp default ipv4-unicast\n", routerID)
+	for _, r := range routers {
+		fmt.Fprintf(&s, " neighbor %s remote-as 65001\n neighbor %s timers 3 9\n neighbor %s bfd\n neighbor %s bfd profile fast\n", r, r, r, r)
+	}
+	fmt.Fprintf(&s, " address-family ipv4 unicast\n  network %s\n", prefix)
+	for _, r := range routers {
+		fmt.Fprintf(&s, "  neighbor %s activate\n", r)
+	}
+	s.WriteString(" exit-address-family\n")
+	return s.String()
+}

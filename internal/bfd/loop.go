@@ -1,0 +1,128 @@
+package bfd
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// receive is one family's reader: each packet is handled where it is read.
+func (m *Manager) receive(l *loop) {
+	for {
+		raw, oob, src, err := l.rx.read()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			m.log.Warn("Receiving BFD packet failed", "error", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		m.mu.Lock()
+		m.handle(raw, oob, src, time.Now())
+		m.mu.Unlock()
+	}
+}
+
+// handle checks the TTL, decodes, finds the session (RFC 5880 section
+// 6.8.6 steps 7-8) and runs it; a Poll is answered at once (section 6.5).
+// It brings the timer forward when the session's next deadline moved up.
+func (m *Manager) handle(raw, oob []byte, src netip.Addr, now time.Time) {
+	if ttlFrom(oob) != TTL {
+		m.drops.Add(DropTTL) // RFC 5881 section 5: not from a directly connected peer
+		return
+	}
+	var pk Packet
+	if err := pk.Decode(raw); err != nil {
+		m.dropped(err)
+		return
+	}
+	p, err := m.lookup(&pk, src)
+	if err != nil {
+		m.dropped(err)
+		return
+	}
+	prev := p.s.State()
+	if _, err := p.s.Receive(&pk, raw, p.scratch[:], now); err != nil {
+		m.dropped(err)
+	}
+	if p.s.FinalPending() {
+		m.send(p, now)
+	}
+	m.report(p, prev)
+	if at := p.s.NextTx(); m.timer != nil && at.Before(m.timerAt) {
+		m.timerAt = at
+		m.timer.Reset(at.Sub(now))
+	}
+}
+
+// tick is the one timer of all sessions: at the earliest deadline it sends
+// and expires what is due, then waits for the next.
+func (m *Manager) tick() {
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.timer.C:
+		}
+		m.mu.Lock()
+		now := time.Now()
+		m.due(now)
+		m.timerAt = m.next()
+		m.timer.Reset(m.timerAt.Sub(now))
+		m.mu.Unlock()
+	}
+}
+
+// due expires and transmits for every session whose time has come.
+func (m *Manager) due(now time.Time) {
+	for _, p := range m.peers {
+		prev := p.s.State()
+		p.s.Expire(now)
+		if !now.Before(p.s.NextTx()) {
+			m.send(p, now)
+		}
+		m.report(p, prev)
+	}
+}
+
+// next is the earliest transmit or detection deadline of all sessions.
+func (m *Manager) next() time.Time {
+	var at time.Time
+	for _, p := range m.peers {
+		for _, t := range [2]time.Time{p.s.NextTx(), p.s.DetectDeadline()} {
+			if !t.IsZero() && (at.IsZero() || t.Before(at)) {
+				at = t
+			}
+		}
+	}
+	return at
+}
+
+// adminDown takes every session AdminDown and sends each peer
+// adminDownPackets packets, adminDownGap apart.
+func (m *Manager) adminDown() {
+	now := time.Now()
+	for _, p := range m.peers {
+		prev := p.s.State()
+		p.s.SetAdminDown(now)
+		m.report(p, prev)
+	}
+	for i := range adminDownPackets {
+		if i > 0 {
+			time.Sleep(adminDownGap)
+		}
+		for _, p := range m.peers {
+			m.send(p, time.Now())
+		}
+	}
+}
+
+func (m *Manager) send(p *peer, now time.Time) {
+	var pk Packet
+	p.s.Transmit(&pk, now)
+	if err := p.tx.write(pk.Encode(p.tx.buf[:], m.cfg.Key)); err != nil && !errors.Is(err, net.ErrClosed) {
+		m.log.Debug("Sending BFD packet failed", "peer", p.addr, "error", err)
+	}
+}

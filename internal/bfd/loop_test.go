@@ -1,0 +1,119 @@
+package bfd
+
+import (
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ttlCmsg is the control message the kernel gives with IP_RECVTTL.
+func ttlCmsg(ttl int) []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	h.Level, h.Type = unix.IPPROTO_IP, unix.IP_TTL
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(ttl))
+	return b
+}
+
+// handler is a Manager with one session, pp.b, with a peer at 127.0.0.1
+// whose packets are pp.a's; what it sends goes to a local sink.
+func handler(t *testing.T, pp *peerPair) (*Manager, *peer) {
+	t.Helper()
+	sink, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	tx, err := net.DialUDP("udp4", nil, sink.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	snd, err := newSender(tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := netip.MustParseAddr("127.0.0.1")
+	p := newPeer(src, snd, 50000, pp.b)
+	m := &Manager{cfg: pp.b.cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		peers: []*peer{p}, byDisc: map[uint32]*peer{0x2222: p}, byAddr: map[netip.Addr]*peer{src: p}}
+	return m, p
+}
+
+// TestHandleDoesNotAllocate: the whole receive path of a packet, from the
+// socket's bytes to the session and the answer to a Poll, allocates nothing.
+func TestHandleDoesNotAllocate(t *testing.T) {
+	cfg := fast
+	cfg.Key = &Key{Type: AuthMeticulousSHA1, ID: 1, Secret: []byte("s3cret")}
+	pp := up(t, cfg)
+	m, p := handler(t, pp)
+	oob := ttlCmsg(TTL)
+	src := netip.MustParseAddr("127.0.0.1")
+	now := t0
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		now = now.Add(time.Millisecond)
+		var pk Packet
+		pp.a.Transmit(&pk, now)
+		i++
+		pk.Poll = i%2 == 0 // every other packet asks for an answer at once
+		m.handle(pk.Encode(pp.buf[:], cfg.Key), oob, src, now)
+		m.due(now)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per packet, want 0", allocs)
+	}
+	if p.s.State() != Up {
+		t.Errorf("session %v after the packets, want up", p.s.State())
+	}
+	if d := m.Drops(); d[DropAuthFailed]+d[DropTTL] != 0 {
+		t.Errorf("drops %v", d)
+	}
+}
+
+func TestHandleDropsWrongTTL(t *testing.T) {
+	pp := up(t, fast)
+	m, _ := handler(t, pp)
+	var pk Packet
+	pp.a.Transmit(&pk, t0)
+	for _, oob := range [][]byte{ttlCmsg(254), nil} {
+		m.handle(pk.Encode(pp.buf[:], nil), oob, netip.MustParseAddr("127.0.0.1"), t0)
+	}
+	if got := m.Drops()[DropTTL]; got != 2 {
+		t.Errorf("%d TTL drops, want 2 (TTL 254, and none given)", got)
+	}
+}
+
+// TestNextDeadline: the loop wakes for the earliest of every session's
+// transmit and detection times.
+func TestNextDeadline(t *testing.T) {
+	pp := up(t, fast)
+	m := &Manager{peers: []*peer{{s: pp.a}, {s: pp.b}}}
+	want := pp.a.NextTx()
+	for _, at := range []time.Time{pp.b.NextTx(), pp.a.DetectDeadline(), pp.b.DetectDeadline()} {
+		if !at.IsZero() && at.Before(want) {
+			want = at
+		}
+	}
+	if got := m.next(); !got.Equal(want) {
+		t.Errorf("next = %v, want %v", got, want)
+	}
+}
+
+func FuzzTTLFrom(f *testing.F) {
+	f.Add(ttlCmsg(255))
+	f.Add(append(ttlCmsg(1), ttlCmsg(255)...))
+	f.Fuzz(func(t *testing.T, oob []byte) {
+		if ttl := ttlFrom(oob); ttl < -1 || ttl > 1<<32 {
+			t.Fatalf("ttl %d", ttl)
+		}
+	})
+}
