@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -31,6 +33,7 @@ func run(args []string, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
+	oneProc()
 	log := newLogger(cfg, stderr)
 	for _, w := range warnings {
 		log.Warn("Configuration warning", "warning", w)
@@ -65,6 +68,17 @@ func run(args []string, stderr io.Writer) int {
 	}
 	d.agent.Run(ctx)
 	return exitOK
+}
+
+// oneProc runs the daemon's goroutines on one P unless GOMAXPROCS is set.
+// Its work is microseconds per event; with a second P every goroutine made
+// runnable also wakes a second thread to look for work, which finds none
+// and sleeps again: with BGP and BFD at 50 ms, 43 % of the idle daemon's
+// wake-ups (540 a second against 310, side by side).
+func oneProc() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {

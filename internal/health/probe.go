@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"os"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // probe asks URLs of one server over one kept HTTPS connection, all on the
@@ -152,7 +154,12 @@ func (p *probe) dial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := tls.Client(raw, p.tls)
+	q, err := quietio.NewConn(raw.(*net.TCPConn)) // the check's reads and writes do not wake the runtime's sysmon
+	if err != nil {
+		raw.Close()
+		return err
+	}
+	c := tls.Client(q, p.tls)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return err

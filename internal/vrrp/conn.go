@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/novaedge/cpvip/internal/quietio"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -38,6 +39,7 @@ type socket struct {
 	ifi *net.Interface
 	p4  *ipv4.PacketConn
 	p6  *ipv6.PacketConn
+	rc  syscall.RawConn // for Send's raw sendmsg (quietio)
 	buf []byte
 }
 
@@ -94,14 +96,7 @@ func (c *Conn) Refresh() (bool, error) {
 // builds and parses a whole link message, and was an eighth of the idle
 // daemon's CPU time when run every second.
 func (c *Conn) index() (int, error) {
-	ifr, err := unix.NewIfreq(c.ifname)
-	if err != nil {
-		return 0, err
-	}
-	if err := unix.IoctlIfreq(c.ctl, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, err
-	}
-	return int(ifr.Uint32()), nil
+	return quietio.IfIndex(c.ctl, c.ifname)
 }
 
 func (c *Conn) current() (*socket, bool) {
@@ -132,6 +127,10 @@ func (c *Conn) open() (*socket, error) {
 		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
 	}
 	s := &socket{ifi: ifi, buf: make([]byte, 0, 64)}
+	if s.rc, err = pc.(*net.IPConn).SyscallConn(); err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
+	}
 	if err := c.setup(s, pc); err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("setting up VRRP socket on %s: %w", ifname, err)
@@ -213,14 +212,13 @@ func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
 	var errs []error
 	for _, dst := range dsts {
 		s.buf = a.Marshal(s.buf[:0], src, dst)
-		to := &net.IPAddr{IP: dst.AsSlice()}
-		var err error
+		var oob []byte
 		if c.v6 {
-			_, err = s.p6.WriteTo(s.buf, &ipv6.ControlMessage{HopLimit: TTL, Src: src.AsSlice(), IfIndex: s.ifi.Index}, to)
+			oob = (&ipv6.ControlMessage{HopLimit: TTL, Src: src.AsSlice(), IfIndex: s.ifi.Index}).Marshal()
 		} else {
-			_, err = s.p4.WriteTo(s.buf, &ipv4.ControlMessage{Src: src.AsSlice(), IfIndex: s.ifi.Index}, to)
+			oob = (&ipv4.ControlMessage{Src: src.AsSlice(), IfIndex: s.ifi.Index}).Marshal()
 		}
-		if err != nil {
+		if err := quietio.SendMsg(s.rc, s.buf, oob, netip.AddrPortFrom(dst, 0)); err != nil {
 			errs = append(errs, fmt.Errorf("sending to %s: %w", dst, err))
 		}
 	}

@@ -104,27 +104,43 @@ func idleNote(over time.Duration) string {
 // defaults (advert 1 s, health 1 s) and keepalived (advert 1 s) at the same
 // time, each in a lab of its own (neither hears the other's advertisements,
 // as in a cluster of one kind), and keepalived as the kubeadm guide deploys
-// it for an apiserver (its vrrp_script forks curl every 3 s).
+// it for an apiserver (its vrrp_script forks curl every 3 s). With
+// BENCH_BINARY_B set, that build of ours runs in a fourth lab (an A/B pair
+// in the same windows; logged, not recorded).
 func BenchmarkIdleL2(b *testing.B) {
 	needKeepalived(b)
 	over := idleWindow()
-	c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32")
-	quiet(c.Lab)
-	c.startAll(b)
+	ours := func(bin string) *cluster {
+		c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
+			"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
+		quiet(c.Lab)
+		c.bin = bin
+		c.startAll(b)
+		return c
+	}
+	c := ours(binary)
 	k := newCluster(b, 0)
 	quiet(k.Lab)
 	_, kp := k.addKeepalived(b, "ka", lab.Keepalived{VRID: 51, Priority: 100, Advert: "1", VIP: vip4.String()})
 	ks := newCluster(b, 0)
 	quiet(ks.Lab)
 	_, ksp := ks.addKeepalived(b, "ks", kubeadmKeepalived(51, vip4, 100))
-	for _, cl := range []*cluster{c, k, ks} {
+	labs, names := []*cluster{c, k, ks}, []string{"novaedge-cpvip L2", "keepalived L2", "keepalived L2, kubeadm script"}
+	if other := os.Getenv("BENCH_BINARY_B"); other != "" {
+		labs, names = append(labs, ours(other)), append(names, "novaedge-cpvip B build")
+	}
+	for _, cl := range labs {
 		cl.waitHolder(b, vip4, -1, 30*time.Second)
 	}
 	time.Sleep(5 * time.Second) // settled: past start-up work
+	trees := [][]int{{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID())} // keepalived has forked by now
+	if len(labs) > 3 {
+		trees = append(trees, []int{labs[3].procs[0].PID()})
+	}
 	b.ResetTimer()
-	got := measureWindows(b, over, []int{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID()))
+	got := measureWindows(b, over, trees...)
 	b.StopTimer()
-	for i, name := range []string{"novaedge-cpvip L2", "keepalived L2", "keepalived L2, kubeadm script"} {
+	for i, name := range names {
 		b.Logf("%-30s CPU %.3f %% of a core, RSS %.1f MiB, %.1f wake-ups/s", name, got[i].CPU, got[i].RSS, got[i].Wakeups)
 	}
 	fig := func(v float64) Figure { return Figure{Median: v, N: 1} }

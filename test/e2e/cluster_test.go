@@ -27,6 +27,7 @@ type cluster struct {
 	env    map[int][]string // per node, on top of extra
 	dir    string           // keepalived's files
 	noAPI  bool             // no stand-in apiservers: the test brings real ones
+	bin    string           // the daemon's build: binary unless a benchmark compares another
 }
 
 func newCluster(t testing.TB, n int, extra ...string) *cluster {
@@ -41,7 +42,7 @@ func newClusterOf(t testing.TB, n int, standIn bool, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir()}
+	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir(), bin: binary}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -119,7 +120,7 @@ func (c *cluster) startErr(i int) (*lab.Process, error) {
 		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=" + c.token,
 	}
 	env = append(append(env, c.extra...), c.env[i]...)
-	return c.nodes[i].Start(c.nodes[i].Name, env, binary, "run")
+	return c.nodes[i].Start(c.nodes[i].Name, env, c.bin, "run")
 }
 
 func (c *cluster) startAll(t testing.TB) {
