@@ -132,8 +132,8 @@ func BenchmarkIdleL2(b *testing.B) {
 	for _, cl := range labs {
 		cl.waitHolder(b, vip4, -1, 30*time.Second)
 	}
-	time.Sleep(5 * time.Second)                                                   // settled: past start-up work
-	trees := [][]int{{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID())} // keepalived has forked by now
+	time.Sleep(5 * time.Second) // settled: past start-up work; keepalived has forked its children
+	trees := [][]int{{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID())}
 	if len(labs) > 3 {
 		trees = append(trees, []int{labs[3].procs[0].PID()})
 	}
