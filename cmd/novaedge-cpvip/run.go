@@ -61,13 +61,46 @@ func run(args []string, stderr io.Writer) int {
 	}
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	d.ready.Store(true)
-	if n, err := memtrim.Executable(); err != nil {
-		log.Debug("Trimming start-up pages failed", "error", err)
-	} else {
-		log.Debug("Start-up pages of the executable dropped from the resident set", "bytes", n)
-	}
+	trim(log)
+	go trimLater(ctx, log)
 	d.agent.Run(ctx)
 	return exitOK
+}
+
+// trimSettle is when the executable's pages are dropped again after start,
+// once BGP sessions are up and the first election is over; trimPeriod how
+// often after that.
+const (
+	trimSettle = 30 * time.Second
+	trimPeriod = 10 * time.Minute
+)
+
+// trim drops the executable's read-only pages from the resident set; the
+// ones in use fault back in (internal/memtrim).
+func trim(log *slog.Logger) {
+	if n, err := memtrim.Executable(); err != nil {
+		log.Debug("Trimming the executable's pages failed", "error", err)
+	} else {
+		log.Debug("Pages of the executable dropped from the resident set", "bytes", n)
+	}
+}
+
+// trimLater trims again once start-up has settled and then every
+// trimPeriod: code that ran for a while only (start-up, BGP session
+// set-up, a takeover) leaves the resident set. BGP + BFD, idle: 30.7 MiB
+// before, 22.5 MiB after.
+func trimLater(ctx context.Context, log *slog.Logger) {
+	t := time.NewTimer(trimSettle)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		trim(log)
+		t.Reset(trimPeriod)
+	}
 }
 
 // oneProc runs the daemon's goroutines on one P unless GOMAXPROCS is set.
