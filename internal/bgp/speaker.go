@@ -12,6 +12,7 @@ import (
 
 	api "github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/config/oc"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v4/pkg/server"
 )
@@ -86,8 +87,13 @@ func New(cfg Config, log *slog.Logger) *Speaker {
 // Start starts the server, watches peer events and adds every peer.
 func (sp *Speaker) Start(ctx context.Context) error {
 	go sp.s.Serve()
+	// Only the unicast families: without a list GoBGP makes a table for
+	// each of the thirty it knows, twice (global and route-server RIB),
+	// each of 2048 map shards: 9 MiB of an idle daemon's 11 MiB heap.
+	unicast := []uint32{uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV4_UNICAST]),
+		uint32(oc.AfiSafiTypeToIntMap[oc.AFI_SAFI_TYPE_IPV6_UNICAST])}
 	err := sp.s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
-		Asn: sp.cfg.LocalAS, RouterId: sp.cfg.RouterID.String(), ListenPort: -1,
+		Asn: sp.cfg.LocalAS, RouterId: sp.cfg.RouterID.String(), ListenPort: -1, Families: unicast,
 	}})
 	if err != nil {
 		return fmt.Errorf("starting BGP: %w", err)
