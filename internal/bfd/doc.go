@@ -9,5 +9,6 @@
 //
 // The receive and send paths do not allocate, and a packet is handled on
 // the goroutine that reads it: one reader per address family and one timer
-// for all sessions (loop.go), raw system calls for the packets (rawio.go).
+// for all sessions (loop.go), raw system calls for the packets
+// (internal/quietio).
 package bfd

@@ -10,7 +10,7 @@ import (
 // receive is one family's reader: each packet is handled where it is read.
 func (m *Manager) receive(l *loop) {
 	for {
-		raw, oob, src, err := l.rx.read()
+		raw, oob, src, err := l.rx.Read()
 		if errors.Is(err, net.ErrClosed) {
 			return
 		}
@@ -122,7 +122,7 @@ func (m *Manager) adminDown() {
 func (m *Manager) send(p *peer, now time.Time) {
 	var pk Packet
 	p.s.Transmit(&pk, now)
-	if err := p.tx.write(pk.Encode(p.tx.buf[:], m.cfg.Key)); err != nil && !errors.Is(err, net.ErrClosed) {
+	if err := p.tx.Write(pk.Encode(p.buf[:], m.cfg.Key)); err != nil && !errors.Is(err, net.ErrClosed) {
 		m.log.Debug("Sending BFD packet failed", "peer", p.addr, "error", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/novaedge/cpvip/internal/quietio"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,12 +38,12 @@ func handler(t *testing.T, pp *peerPair) (*Manager, *peer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tx.Close() })
-	snd, err := newSender(tx)
+	snd, err := quietio.NewSender(tx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := netip.MustParseAddr("127.0.0.1")
-	p := newPeer(src, snd, 50000, pp.b)
+	p := newPeer(src, tx, snd, 50000, pp.b)
 	m := &Manager{cfg: pp.b.cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		peers: []*peer{p}, byDisc: map[uint32]*peer{0x2222: p}, byAddr: map[netip.Addr]*peer{src: p}}
 	return m, p

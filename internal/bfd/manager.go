@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // adminDownPackets is how many AdminDown packets a session sends on
@@ -43,7 +45,7 @@ type SessionStatus struct {
 // goroutine hand-off); one goroutine with one timer sends and expires for
 // every session at the earliest deadline of all (loop.go). Both hold mu
 // while they touch a session. Packets go in and out by raw system calls
-// (rawio.go), so the idle runtime is not woken for each.
+// (internal/quietio), so the idle runtime is not woken for each.
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
@@ -65,15 +67,17 @@ type Manager struct {
 // loop is one family's receive socket and the sessions it owns.
 type loop struct {
 	conn  *net.UDPConn
-	rx    *receiver
+	rx    *quietio.Receiver
 	peers []*peer
 }
 
 type peer struct {
 	addr    netip.Addr
 	s       *Session // under Manager.mu
-	tx      *sender
+	conn    *net.UDPConn
+	tx      *quietio.Sender
 	port    int
+	buf     [maxPacketLen]byte
 	scratch [maxPacketLen]byte
 
 	mu     sync.Mutex
@@ -92,7 +96,7 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 			m.close()
 			return nil, err
 		}
-		tx, err := newSender(c)
+		tx, err := quietio.NewSender(c)
 		if err != nil {
 			c.Close()
 			m.close()
@@ -102,7 +106,7 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 		for disc == 0 || m.byDisc[disc] != nil {
 			disc = seed.Uint32()
 		}
-		p := newPeer(a, tx, port, NewSession(cfg, disc, rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())), time.Now()))
+		p := newPeer(a, c, tx, port, NewSession(cfg, disc, rand.New(rand.NewPCG(seed.Uint64(), seed.Uint64())), time.Now()))
 		m.peers = append(m.peers, p)
 		m.byDisc[disc], m.byAddr[a] = p, p
 	}
@@ -121,7 +125,7 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 			m.close()
 			return nil, err
 		}
-		if l.rx, err = newReceiver(c); err != nil {
+		if l.rx, err = quietio.NewReceiver(c, maxPacketLen); err != nil {
 			c.Close()
 			m.close()
 			return nil, err
@@ -132,8 +136,8 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 	return m, nil
 }
 
-func newPeer(a netip.Addr, tx *sender, port int, s *Session) *peer {
-	return &peer{addr: a, tx: tx, port: port, s: s, status: SessionStatus{Peer: a, State: Down, SrcPort: port, Since: time.Now()}}
+func newPeer(a netip.Addr, c *net.UDPConn, tx *quietio.Sender, port int, s *Session) *peer {
+	return &peer{addr: a, conn: c, tx: tx, port: port, s: s, status: SessionStatus{Peer: a, State: Down, SrcPort: port, Since: time.Now()}}
 }
 
 // Start runs the readers and the timer until Shutdown.
@@ -168,7 +172,7 @@ func (m *Manager) close() {
 		l.conn.Close()
 	}
 	for _, p := range m.peers {
-		p.tx.conn.Close()
+		p.conn.Close()
 	}
 }
 

@@ -54,17 +54,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 func (c *Conn) read1(fd uintptr) bool {
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rb))), uintptr(len(c.rb)))
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		c.rn, c.rerr = int(n), e
-		return true
-	}
+	n, errno, ready := call(unix.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.rb))), uintptr(len(c.rb)))
+	c.rn, c.rerr = n, errno
+	return ready
 }
 
 // Write writes all of b, waiting while the socket's buffer is full.
@@ -85,17 +77,15 @@ func (c *Conn) Write(b []byte) (int, error) {
 func (c *Conn) write1(fd uintptr) bool {
 	for c.wn < len(c.wb) {
 		rest := c.wb[c.wn:]
-		n, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
-		switch e {
-		case 0:
-			c.wn += int(n)
-		case unix.EINTR:
-		case unix.EAGAIN:
+		n, errno, ready := call(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(rest))), uintptr(len(rest)))
+		if !ready {
 			return false
-		default:
-			c.werr = e
+		}
+		if errno != 0 {
+			c.werr = errno
 			return true
 		}
+		c.wn += n
 	}
 	return true
 }

@@ -36,17 +36,9 @@ func SendMsg(rc syscall.RawConn, b, oob []byte, to netip.AddrPort) error {
 	}
 	var errno unix.Errno
 	err := rc.Write(func(fd uintptr) bool {
-		for {
-			_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false
-			}
-			errno = e
-			return true
-		}
+		var ready bool
+		_, errno, ready = call(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&msg)), 0)
+		return ready
 	})
 	if err != nil {
 		return err

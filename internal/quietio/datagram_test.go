@@ -1,8 +1,9 @@
-package bfd
+package quietio
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"syscall"
@@ -11,9 +12,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRawReceiveAndSend: a datagram sent by a sender reaches a receiver
+// hopLimit is the TTL or hop limit in oob (one control message), or -1.
+func hopLimit(oob []byte) int {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(msgs) != 1 || len(msgs[0].Data) < 4 {
+		return -1
+	}
+	return int(binary.NativeEndian.Uint32(msgs[0].Data))
+}
+
+// TestReceiveAndSend: a datagram sent by a Sender reaches a Receiver
 // with its source address and TTL, for both families, without allocating.
-func TestRawReceiveAndSend(t *testing.T) {
+func TestReceiveAndSend(t *testing.T) {
 	for _, tt := range []struct {
 		network, addr   string
 		level, opt, ttl int
@@ -22,14 +32,18 @@ func TestRawReceiveAndSend(t *testing.T) {
 		{"udp6", "[::1]:0", unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 64},
 	} {
 		lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-			return setsockopt(rc, tt.level, tt.opt, 1)
+			var serr error
+			if err := rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), tt.level, tt.opt, 1) }); err != nil {
+				return err
+			}
+			return serr
 		}}
 		pc, err := lc.ListenPacket(context.Background(), tt.network, tt.addr)
 		if err != nil {
 			t.Skipf("%s: %v", tt.network, err)
 		}
 		defer pc.Close()
-		r, err := newReceiver(pc.(*net.UDPConn))
+		r, err := NewReceiver(pc.(*net.UDPConn), 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,21 +52,27 @@ func TestRawReceiveAndSend(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		s, err := newSender(c)
+		s, err := NewSender(c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := netip.MustParseAddrPort(c.LocalAddr().String()).Addr()
 		payload := []byte("bfd control packet")
+		var oob []byte
 		allocs := testing.AllocsPerRun(100, func() {
-			if err := s.write(payload); err != nil {
+			if err := s.Write(payload); err != nil {
 				t.Fatal(err)
 			}
-			raw, oob, src, err := r.read()
-			if err != nil || !bytes.Equal(raw, payload) || src != want || ttlFrom(oob) != tt.ttl {
-				t.Fatalf("%s: read %q from %v TTL %d, %v; want %q from %v TTL %d", tt.network, raw, src, ttlFrom(oob), err, payload, want, tt.ttl)
+			var raw []byte
+			var src netip.Addr
+			raw, oob, src, err = r.Read()
+			if err != nil || !bytes.Equal(raw, payload) || src != want {
+				t.Fatalf("%s: read %q from %v, %v; want %q from %v", tt.network, raw, src, err, payload, want)
 			}
 		})
+		if ttl := hopLimit(oob); ttl != tt.ttl {
+			t.Errorf("%s: TTL %d in the control message, want %d", tt.network, ttl, tt.ttl)
+		}
 		if allocs != 0 {
 			t.Errorf("%s: %v allocations per packet, want 0", tt.network, allocs)
 		}

@@ -1,0 +1,111 @@
+package quietio
+
+import (
+	"net"
+	"net/netip"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Receiver reads datagrams, with their control messages and source, from
+// one UDP socket, without allocating. One goroutine reads at a time.
+type Receiver struct {
+	rc    syscall.RawConn
+	buf   []byte
+	oob   [128]byte
+	from  unix.RawSockaddrInet6 // large enough for either family
+	iov   unix.Iovec
+	msg   unix.Msghdr
+	n     int
+	errno unix.Errno
+	recv  func(fd uintptr) bool // r.recvmsg, bound once
+}
+
+// NewReceiver reads c's datagrams into a buffer of size bytes; a longer
+// datagram is cut to size.
+func NewReceiver(c *net.UDPConn, size int) (*Receiver, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{rc: rc, buf: make([]byte, size)}
+	r.iov.Base = &r.buf[0]
+	r.iov.SetLen(len(r.buf))
+	r.msg.Name = (*byte)(unsafe.Pointer(&r.from))
+	r.msg.Iov = &r.iov
+	r.msg.SetIovlen(1)
+	r.msg.Control = &r.oob[0]
+	r.recv = r.recvmsg
+	return r, nil
+}
+
+// Read waits for the next datagram; b and oob are valid until the next Read.
+func (r *Receiver) Read() (b, oob []byte, src netip.Addr, err error) {
+	if err := r.rc.Read(r.recv); err != nil {
+		return nil, nil, netip.Addr{}, err
+	}
+	if r.errno != 0 {
+		return nil, nil, netip.Addr{}, r.errno
+	}
+	switch r.from.Family {
+	case unix.AF_INET:
+		src = netip.AddrFrom4((*unix.RawSockaddrInet4)(unsafe.Pointer(&r.from)).Addr)
+	case unix.AF_INET6:
+		src = netip.AddrFrom16(r.from.Addr).Unmap()
+	}
+	return r.buf[:min(r.n, len(r.buf))], r.oob[:min(int(r.msg.Controllen), len(r.oob))], src, nil
+}
+
+func (r *Receiver) recvmsg(fd uintptr) bool {
+	r.msg.Namelen = unix.SizeofSockaddrInet6
+	r.msg.SetControllen(len(r.oob))
+	n, errno, ready := call(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
+	r.n, r.errno = n, errno
+	return ready
+}
+
+// Sender writes datagrams to one connected UDP socket, without allocating.
+// One goroutine writes at a time.
+type Sender struct {
+	rc    syscall.RawConn
+	out   []byte
+	errno unix.Errno
+	send  func(fd uintptr) bool // s.write1, bound once
+}
+
+// NewSender writes to c, which must be connected.
+func NewSender(c *net.UDPConn) (*Sender, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sender{rc: rc}
+	s.send = s.write1
+	return s, nil
+}
+
+// Write sends b as one datagram. A full send buffer (EAGAIN) loses it, as
+// the wire may.
+func (s *Sender) Write(b []byte) error {
+	s.out, s.errno = b, 0
+	err := s.rc.Write(s.send)
+	s.out = nil
+	if err != nil {
+		return err
+	}
+	if s.errno != 0 {
+		return s.errno
+	}
+	return nil
+}
+
+func (s *Sender) write1(fd uintptr) bool {
+	_, errno, ready := call(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(s.out))), uintptr(len(s.out)))
+	if !ready {
+		errno = unix.EAGAIN
+	}
+	s.errno = errno
+	return true
+}
