@@ -51,7 +51,7 @@ func (m *Manager) handle(raw, oob []byte, src netip.Addr, now time.Time) {
 		m.send(p, now)
 	}
 	m.report(p, prev)
-	if at := p.s.NextTx(); m.timer != nil && at.Before(m.timerAt) {
+	if at := deadline(p.s); m.timer != nil && at.Before(m.timerAt) {
 		m.timerAt = at
 		m.timer.Reset(at.Sub(now))
 	}
@@ -91,11 +91,21 @@ func (m *Manager) due(now time.Time) {
 func (m *Manager) next() time.Time {
 	var at time.Time
 	for _, p := range m.peers {
-		for _, t := range [2]time.Time{p.s.NextTx(), p.s.DetectDeadline()} {
-			if !t.IsZero() && (at.IsZero() || t.Before(at)) {
-				at = t
-			}
+		if t := deadline(p.s); at.IsZero() || t.Before(at) {
+			at = t
 		}
+	}
+	return at
+}
+
+// deadline is when s needs its driver next: its transmit time, or its
+// detection time when that comes first. A packet can bring either forward
+// (a shorter interval, or a detection time shorter than our transmit
+// interval when the peer sends faster than we do).
+func deadline(s *Session) time.Time {
+	at := s.NextTx()
+	if d := s.DetectDeadline(); !d.IsZero() && d.Before(at) {
+		at = d
 	}
 	return at
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"testing"
@@ -117,4 +118,34 @@ func FuzzTTLFrom(f *testing.F) {
 			t.Fatalf("ttl %d", ttl)
 		}
 	})
+}
+
+// TestPacketBringsTimerForward: with asymmetric intervals (we send every
+// 300 ms, the peer every 50 ms) a received packet sets a detection time
+// (150 ms) before our next transmit; the timer must be brought forward to
+// it, or a dead peer would be noticed only at our next transmit.
+func TestPacketBringsTimerForward(t *testing.T) {
+	slow := Config{DesiredMinTx: 300 * time.Millisecond, RequiredMinRx: 50 * time.Millisecond, DetectMult: 3}
+	quick := Config{DesiredMinTx: 50 * time.Millisecond, RequiredMinRx: 300 * time.Millisecond, DetectMult: 3}
+	pp := &peerPair{
+		a: NewSession(quick, 0x1111, rand.New(rand.NewPCG(1, 1)), t0),
+		b: NewSession(slow, 0x2222, rand.New(rand.NewPCG(2, 2)), t0),
+	}
+	for _, step := range [][2]*Session{{pp.a, pp.b}, {pp.b, pp.a}, {pp.a, pp.b}, {pp.b, pp.a}} {
+		if err := pp.send(step[0], step[1], t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, p := handler(t, pp)
+	now := t0.Add(time.Second)
+	m.due(now) // b sends: its next transmit is further away than 150 ms
+	m.timer, m.timerAt = time.NewTimer(time.Hour), p.s.NextTx()
+	defer m.timer.Stop()
+	var pk Packet
+	pp.a.Transmit(&pk, now)
+	m.handle(pk.Encode(pp.buf[:], nil), ttlCmsg(TTL), netip.MustParseAddr("127.0.0.1"), now)
+	if want := p.s.DetectDeadline(); want.IsZero() || !m.timerAt.Equal(want) || !want.Before(p.s.NextTx()) {
+		t.Errorf("timer at %v, want the detection deadline %v (before the next transmit %v)",
+			m.timerAt.Sub(now), want.Sub(now), p.s.NextTx().Sub(now))
+	}
 }
