@@ -45,7 +45,7 @@ func handler(t *testing.T, pp *peerPair) (*Manager, *peer) {
 	}
 	src := netip.MustParseAddr("127.0.0.1")
 	p := newPeer(src, tx, snd, 50000, pp.b)
-	m := &Manager{cfg: pp.b.cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	m := &Manager{cfg: pp.b.cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil)), notify: newNotifier(nil),
 		peers: []*peer{p}, byDisc: map[uint32]*peer{0x2222: p}, byAddr: map[netip.Addr]*peer{src: p}}
 	return m, p
 }

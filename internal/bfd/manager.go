@@ -49,7 +49,7 @@ type SessionStatus struct {
 type Manager struct {
 	cfg      Config
 	log      *slog.Logger
-	onChange func(Change)
+	notify   *notifier
 	peers    []*peer
 	byDisc   map[uint32]*peer // read-only once NewManager returns
 	byAddr   map[netip.Addr]*peer
@@ -85,9 +85,9 @@ type peer struct {
 }
 
 // NewManager opens the sockets for sessions with peers; onChange sees every
-// state change, with the sessions locked (it must not block).
+// state change, in order, on a goroutine of its own (notify.go).
 func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog.Logger) (*Manager, error) {
-	m := &Manager{cfg: cfg, log: log, onChange: onChange, byDisc: map[uint32]*peer{}, byAddr: map[netip.Addr]*peer{},
+	m := &Manager{cfg: cfg, log: log, notify: newNotifier(onChange), byDisc: map[uint32]*peer{}, byAddr: map[netip.Addr]*peer{},
 		stop: make(chan struct{})}
 	seed := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6266_64))
 	for _, a := range peers {
@@ -149,8 +149,9 @@ func (m *Manager) Start() {
 		m.wg.Add(1)
 		go func() { defer m.wg.Done(); m.receive(l) }()
 	}
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go func() { defer m.wg.Done(); m.tick() }()
+	go func() { defer m.wg.Done(); m.notify.run(m.stop) }()
 }
 
 // Shutdown takes every session AdminDown (diag 7), sends the AdminDown
@@ -164,6 +165,7 @@ func (m *Manager) Shutdown() {
 		m.mu.Unlock()
 		m.close()
 		m.wg.Wait()
+		m.notify.deliver() // the AdminDown changes
 	})
 }
 
@@ -227,9 +229,7 @@ func (m *Manager) report(p *peer, prev State) {
 	default:
 		m.log.Debug("BFD session state changed", "peer", p.addr, "from", prev, "to", state)
 	}
-	if m.onChange != nil {
-		m.onChange(c)
-	}
+	m.notify.add(c)
 }
 
 // Sessions returns a snapshot of every session.
