@@ -10,7 +10,8 @@ import (
 )
 
 // Receiver reads datagrams, with their control messages and source, from
-// one UDP socket, without allocating. One goroutine reads at a time.
+// one datagram socket (UDP, or raw IP: an IPv4 one gives the IP header
+// too), without allocating. One goroutine reads at a time.
 type Receiver struct {
 	rc    syscall.RawConn
 	buf   []byte
@@ -25,7 +26,7 @@ type Receiver struct {
 
 // NewReceiver reads c's datagrams into a buffer of size bytes; a longer
 // datagram is cut to size.
-func NewReceiver(c *net.UDPConn, size int) (*Receiver, error) {
+func NewReceiver(c syscall.Conn, size int) (*Receiver, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, err

@@ -1,5 +1,5 @@
 // Package quietio does the idle daemon's periodic socket I/O (BFD's
-// datagrams, the health check's connection, VRRP's adverts) by raw system
+// datagrams, the health check's connection, VRRP's adverts in and out) by raw system
 // calls inside the netpoller's RawConn callbacks. The runtime still parks a
 // reader until its socket is ready and still honours deadlines, but the
 // calls do not enter the scheduler: each syscall.Syscall (what package net

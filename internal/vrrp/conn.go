@@ -39,7 +39,8 @@ type socket struct {
 	ifi *net.Interface
 	p4  *ipv4.PacketConn
 	p6  *ipv6.PacketConn
-	rc  syscall.RawConn // for Send's raw sendmsg (quietio)
+	rc  syscall.RawConn   // for Send's raw sendmsg (quietio)
+	rx  *quietio.Receiver // Receive's reads (quietio)
 	buf []byte
 }
 
@@ -127,7 +128,10 @@ func (c *Conn) open() (*socket, error) {
 		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
 	}
 	s := &socket{ifi: ifi, buf: make([]byte, 0, 64)}
-	if s.rc, err = pc.(*net.IPConn).SyscallConn(); err != nil {
+	if s.rc, err = pc.(*net.IPConn).SyscallConn(); err == nil {
+		s.rx, err = quietio.NewReceiver(pc.(*net.IPConn), maxDatagram)
+	}
+	if err != nil {
 		pc.Close()
 		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
 	}
@@ -242,31 +246,25 @@ func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
 }
 
 func (c *Conn) receive(s *socket, buf []byte) (Advertisement, netip.Addr, error) {
-	var (
-		n        int
-		ttl      int
-		src, dst netip.Addr
-		err      error
-	)
-	if c.v6 {
-		var cm *ipv6.ControlMessage
-		var from net.Addr
-		n, cm, from, err = s.p6.ReadFrom(buf)
-		if cm != nil {
-			ttl, dst = cm.HopLimit, addrOf(cm.Dst)
-		}
-		src = ipOf(from)
-	} else {
-		var cm *ipv4.ControlMessage
-		var from net.Addr
-		n, cm, from, err = s.p4.ReadFrom(buf)
-		if cm != nil {
-			ttl, dst = cm.TTL, addrOf(cm.Dst)
-		}
-		src = ipOf(from)
-	}
+	raw, oob, src, err := s.rx.Read()
 	if err != nil {
 		return Advertisement{}, netip.Addr{}, err
+	}
+	var ttl int
+	var dst netip.Addr
+	if c.v6 {
+		var cm ipv6.ControlMessage
+		if cm.Parse(oob) == nil {
+			ttl, dst = cm.HopLimit, addrOf(cm.Dst)
+		}
+	} else {
+		var cm ipv4.ControlMessage
+		if cm.Parse(oob) == nil {
+			ttl, dst = cm.TTL, addrOf(cm.Dst)
+		}
+		if raw, err = stripIPv4Header(raw); err != nil {
+			return Advertisement{}, src, err
+		}
 	}
 	if ttl != TTL {
 		return Advertisement{}, src, DropTTL
@@ -274,8 +272,26 @@ func (c *Conn) receive(s *socket, buf []byte) (Advertisement, netip.Addr, error)
 	if len(c.peers) > 0 && !slices.Contains(c.peers, src) {
 		return Advertisement{}, src, DropNotPeer
 	}
+	n := copy(buf, raw)
 	a, err := Parse(buf[:n], src, dst)
 	return a, src, err
+}
+
+// maxDatagram is the longest packet read: an IPv4 header with options
+// and an advertisement with 255 IPv6 addresses fit.
+const maxDatagram = 60 + 8 + 255*16
+
+// stripIPv4Header returns the payload of an IPv4 packet as a raw IPv4
+// socket reads it (header included, unlike IPv6's).
+func stripIPv4Header(b []byte) ([]byte, error) {
+	if len(b) < 20 || b[0]>>4 != 4 {
+		return nil, DropShort
+	}
+	hl := int(b[0]&0x0f) * 4
+	if hl < 20 || hl > len(b) {
+		return nil, DropShort
+	}
+	return b[hl:], nil
 }
 
 // Close closes the socket; a blocked Receive returns.
@@ -292,11 +308,4 @@ func (c *Conn) Close() error {
 func addrOf(ip net.IP) netip.Addr {
 	a, _ := netip.AddrFromSlice(ip)
 	return a.Unmap()
-}
-
-func ipOf(a net.Addr) netip.Addr {
-	if ipa, ok := a.(*net.IPAddr); ok {
-		return addrOf(ipa.IP)
-	}
-	return netip.Addr{}
 }
