@@ -114,9 +114,7 @@ func FuzzTTLFrom(f *testing.F) {
 	f.Add(ttlCmsg(255))
 	f.Add(append(ttlCmsg(1), ttlCmsg(255)...))
 	f.Fuzz(func(t *testing.T, oob []byte) {
-		if ttl := ttlFrom(oob); ttl < -1 || ttl > 1<<32 {
-			t.Fatalf("ttl %d", ttl)
-		}
+		ttlFrom(oob) // must not panic, whatever the kernel or a fuzzer hands it
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,11 +65,10 @@ type Manager struct {
 	timerAt time.Time
 }
 
-// loop is one family's receive socket and the sessions it owns.
+// loop is one family's receive socket.
 type loop struct {
-	conn  *net.UDPConn
-	rx    *quietio.Receiver
-	peers []*peer
+	conn *net.UDPConn
+	rx   *quietio.Receiver
 }
 
 type peer struct {
@@ -111,13 +111,7 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 		m.byDisc[disc], m.byAddr[a] = p, p
 	}
 	for _, v6 := range []bool{false, true} {
-		l := &loop{}
-		for _, p := range m.peers {
-			if p.addr.Is6() == v6 {
-				l.peers = append(l.peers, p)
-			}
-		}
-		if len(l.peers) == 0 {
+		if !slices.ContainsFunc(m.peers, func(p *peer) bool { return p.addr.Is6() == v6 }) {
 			continue
 		}
 		c, err := listen(v6)
@@ -125,13 +119,13 @@ func NewManager(cfg Config, peers []netip.Addr, onChange func(Change), log *slog
 			m.close()
 			return nil, err
 		}
-		if l.rx, err = quietio.NewReceiver(c, maxPacketLen); err != nil {
+		rx, err := quietio.NewReceiver(c, maxPacketLen)
+		if err != nil {
 			c.Close()
 			m.close()
 			return nil, err
 		}
-		l.conn = c
-		m.loops = append(m.loops, l)
+		m.loops = append(m.loops, &loop{conn: c, rx: rx})
 	}
 	return m, nil
 }

@@ -101,20 +101,3 @@ func FuzzReadOnlyMapping(f *testing.F) {
 		}
 	})
 }
-
-// TestExecutableThenHeapGrows makes the runtime map new memory after the
-// trim. In a cgo build (the race detector's) the runtime maps through a
-// pointer the dynamic loader wrote into a read-only mapping (RELRO): a trim
-// that dropped such a page made the next mmap jump to 0.
-func TestExecutableThenHeapGrows(t *testing.T) {
-	if _, err := Executable(); err != nil {
-		t.Fatal(err)
-	}
-	var keep [][]byte
-	for range 64 {
-		keep = append(keep, make([]byte, 1<<20))
-	}
-	if len(keep) != 64 {
-		t.Fatal("allocation lost")
-	}
-}

@@ -128,8 +128,9 @@ func (c *Conn) open() (*socket, error) {
 		return nil, fmt.Errorf("opening VRRP socket on %s: %w", ifname, err)
 	}
 	s := &socket{ifi: ifi, buf: make([]byte, 0, 64)}
-	if s.rc, err = pc.(*net.IPConn).SyscallConn(); err == nil {
-		s.rx, err = quietio.NewReceiver(pc.(*net.IPConn), maxDatagram)
+	ipc := pc.(*net.IPConn)
+	if s.rc, err = ipc.SyscallConn(); err == nil {
+		s.rx, err = quietio.NewReceiver(ipc, maxDatagram)
 	}
 	if err != nil {
 		pc.Close()
@@ -229,13 +230,13 @@ func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
 	return errors.Join(errs...)
 }
 
-// Receive reads the next packet into buf and checks it: TTL 255, the
+// Receive reads the next packet and checks it: TTL 255, the
 // advertisement itself, unicast peers. A dropped packet returns a Reason.
 // It goes on with the new socket when Refresh replaced the one it read.
-func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
+func (c *Conn) Receive() (Advertisement, netip.Addr, error) {
 	for {
 		s, _ := c.current()
-		a, src, err := c.receive(s, buf)
+		a, src, err := c.receive(s)
 		if errors.Is(err, net.ErrClosed) {
 			if now, closed := c.current(); !closed && now != s {
 				continue
@@ -245,7 +246,7 @@ func (c *Conn) Receive(buf []byte) (Advertisement, netip.Addr, error) {
 	}
 }
 
-func (c *Conn) receive(s *socket, buf []byte) (Advertisement, netip.Addr, error) {
+func (c *Conn) receive(s *socket) (Advertisement, netip.Addr, error) {
 	raw, oob, src, err := s.rx.Read()
 	if err != nil {
 		return Advertisement{}, netip.Addr{}, err
@@ -272,8 +273,7 @@ func (c *Conn) receive(s *socket, buf []byte) (Advertisement, netip.Addr, error)
 	if len(c.peers) > 0 && !slices.Contains(c.peers, src) {
 		return Advertisement{}, src, DropNotPeer
 	}
-	n := copy(buf, raw)
-	a, err := Parse(buf[:n], src, dst)
+	a, err := Parse(raw, src, dst)
 	return a, src, err
 }
 

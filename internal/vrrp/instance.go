@@ -15,7 +15,7 @@ import (
 type Transport interface {
 	Primary() (netip.Addr, error)
 	Send(a *Advertisement, src netip.Addr) error
-	Receive(buf []byte) (Advertisement, netip.Addr, error)
+	Receive() (Advertisement, netip.Addr, error)
 	// Refresh follows the interface if it was deleted and created again,
 	// and reports whether it did.
 	Refresh() (bool, error)
@@ -281,9 +281,8 @@ func (i *Instance) waitPrimary(ctx context.Context, conn Transport) netip.Addr {
 // read receives on transport k. Only the first family's advertisements
 // reach the machine; the others are counted and dropped.
 func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
-	buf := make([]byte, 1500)
 	for {
-		a, src, err := i.conns[k].Receive(buf)
+		a, src, err := i.conns[k].Receive()
 		var r Reason
 		switch {
 		case errors.As(err, &r):

@@ -42,7 +42,7 @@ func (f *fakeTransport) Send(a *Advertisement, _ netip.Addr) error {
 	return nil
 }
 
-func (f *fakeTransport) Receive([]byte) (Advertisement, netip.Addr, error) {
+func (f *fakeTransport) Receive() (Advertisement, netip.Addr, error) {
 	select {
 	case rx := <-f.in:
 		return rx.adv, rx.src, nil
