@@ -7,7 +7,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 PKG_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.1.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$(git rev-parse --short HEAD 2>/dev/null))
 ARCH    ?= $(shell $(GO) env GOARCH)
 NFPM    := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.0
-LDFLAGS := -s -w -X main.version=$(VERSION)
+IMAGE_REPO ?= ghcr.io/novaedge/cpvip
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.imageRepo=$(IMAGE_REPO)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
 # Executions per fuzz target. A count, not a duration: duration-based -fuzztime
@@ -70,10 +71,12 @@ package: build
 	for p in deb rpm; do VERSION=$(PKG_VERSION) ARCH=$(ARCH) $(NFPM) package --config nfpm.yaml --packager $$p --target dist/ || exit 1; done
 	ls -l dist
 
-# OCI image layout in dist/oci from the static binary, no container engine;
-# load it with e.g. skopeo copy oci:dist/oci docker-daemon:novaedge-cpvip:TAG.
+# OCI image layout in dist/oci from the static binary, no container engine,
+# named $(IMAGE_REPO):$(VERSION): the image `novaedge-cpvip manifest pod` of
+# the same build names. Load it with e.g. `tar -C dist/oci -cf x.tar . &&
+# ctr -n k8s.io images import x.tar` or skopeo copy oci:dist/oci ….
 image: build
-	$(GO) run ./packaging/oci -bin $(BIN) -out dist/oci -tag $(PKG_VERSION)
+	$(GO) run ./packaging/oci -bin $(BIN) -out dist/oci -name $(IMAGE_REPO) -tag $(VERSION)
 	$(GO) run ./packaging/oci -verify dist/oci
 
 # Builds the packages, installs the .deb here and checks what it put down (root).

@@ -34,6 +34,7 @@ Usage:
   novaedge-cpvip [run] [flags]        run the daemon (the default)
   novaedge-cpvip check-config [flags] validate the configuration and print it
   novaedge-cpvip status [-o json]     show the running daemon's state
+  novaedge-cpvip manifest pod [flags] print the static pod (kubeadm, k3s) for the configuration
   novaedge-cpvip migrate kube-vip FILE  convert a kube-vip manifest to an env file
   novaedge-cpvip version              print the version
 
@@ -57,6 +58,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(args, stdout, stderr)
 	case "status":
 		return statusCmd(args, stdout, stderr)
+	case "manifest":
+		return manifest(args, stdout, stderr)
 	case "migrate":
 		return migrate(args, stdout, stderr)
 	case "version":

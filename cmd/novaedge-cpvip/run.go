@@ -119,10 +119,10 @@ func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 		URL: cfg.APIServerURL(), ReadyURL: cfg.APIServerReadyURL(),
 		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
-		TokenPath: cfg.SATokenPath, CAFile: cfg.CAFile,
+		TokenPath: cfg.SATokenPath, CAFiles: cfg.CAFiles(), ServerName: cfg.TLSServerName,
 	}, log.With("component", "health"), time.Now)
 	if err != nil {
-		return nil, fmt.Errorf("NOVAEDGE_CP_VIP_CA_FILE: %w", err)
+		return nil, fmt.Errorf("health check: %w", err)
 	}
 	return c, nil
 }

@@ -22,7 +22,8 @@ type Config struct {
 	FailThreshold      int           `envconfig:"NOVAEDGE_CP_VIP_FAIL_THRESHOLD" flag:"fail-threshold" default:"3" desc:"Consecutive failed checks before the node is unhealthy and releases the VIP."`
 	RiseThreshold      int           `envconfig:"NOVAEDGE_CP_VIP_RISE_THRESHOLD" flag:"rise-threshold" default:"1" desc:"Consecutive successful checks before the node is healthy and may (re)claim the VIP."`
 	SATokenPath        string        `envconfig:"NOVAEDGE_CP_VIP_SA_TOKEN_PATH" flag:"sa-token-path" default:"/var/run/secrets/kubernetes.io/serviceaccount/token" desc:"Bearer token file. Present: sent as Authorization: Bearer and only 200 is healthy. Absent: 200 and 401 are healthy."`
-	CAFile             string        `envconfig:"NOVAEDGE_CP_VIP_CA_FILE" flag:"ca-file" desc:"If set, verify the apiserver certificate against this CA bundle; else verification is skipped (the request never leaves loopback)."`
+	CAFile             string        `envconfig:"NOVAEDGE_CP_VIP_CA_FILE" flag:"ca-file" desc:"CA bundle that verifies the apiserver's certificate; empty = auto: kubeadm's /etc/kubernetes/pki/ca.crt or k3s's /var/lib/rancher/k3s/server/tls/server-ca.crt, whichever exists. Watched: until the file exists (before bootstrap) the apiserver is checked unverified, and verification starts by itself once it appears."`
+	TLSServerName      string        `envconfig:"NOVAEDGE_CP_VIP_TLS_SERVER_NAME" flag:"tls-server-name" default:"kubernetes" desc:"Name verified in the apiserver's serving certificate (kubeadm's and k3s's carry kubernetes; neither carries localhost)."`
 	Mode               Mode          `envconfig:"NOVAEDGE_CP_VIP_MODE" flag:"mode" default:"l2" desc:"l2 (VRRP election, ARP/NDP) or bgp (every healthy node announces the VIP)."`
 	VRID               int           `envconfig:"NOVAEDGE_CP_VIP_VRID" flag:"vrid" default:"51" desc:"L2: VRRP virtual router id 1-255, the same on all nodes of one VIP."`
 	Priority           int           `envconfig:"NOVAEDGE_CP_VIP_PRIORITY" flag:"priority" default:"100" desc:"L2: VRRP priority while healthy, 2-254 (1 is the fail-open priority of an unhealthy node; 1-254 with FAIL_OPEN off)."`
@@ -53,6 +54,22 @@ type Config struct {
 	MetricsAddr string    `envconfig:"NOVAEDGE_CP_VIP_METRICS_ADDR" flag:"metrics-addr" default:"127.0.0.1:9450" empty:"off" desc:"Listen address of /metrics, /healthz, /readyz and /status; empty = off."`
 	LogFormat   LogFormat `envconfig:"NOVAEDGE_CP_VIP_LOG_FORMAT" flag:"log-format" default:"text" desc:"Log format: text or json."`
 	LogLevel    LogLevel  `envconfig:"NOVAEDGE_CP_VIP_LOG_LEVEL" flag:"log-level" default:"info" desc:"Log level: debug, info, warn or error."`
+}
+
+// Where kubeadm and k3s put the cluster CA that signs the apiserver's
+// serving certificate.
+const (
+	KubeadmCAFile = "/etc/kubernetes/pki/ca.crt"
+	K3sCAFile     = "/var/lib/rancher/k3s/server/tls/server-ca.crt"
+)
+
+// CAFiles are the places the cluster CA is looked for, in order: the
+// configured file, else kubeadm's and k3s's.
+func (c *Config) CAFiles() []string {
+	if c.CAFile != "" {
+		return []string{c.CAFile}
+	}
+	return []string{KubeadmCAFile, K3sCAFile}
 }
 
 // APIServerURL is the health endpoint of the local kube-apiserver.

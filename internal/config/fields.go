@@ -68,3 +68,29 @@ func Default(env string) string {
 	f, _ := fieldByEnv(env)
 	return f.Default
 }
+
+// IsSecret says whether the value given for the variable env holds a
+// secret: a variable tagged secret, or a peer list with a per-peer
+// password. Such values never go where others can read them (a pod's env is
+// readable through the API in its mirror pod).
+func IsSecret(env, value string) bool {
+	f, ok := fieldByEnv(env)
+	if !ok || value == "" {
+		return false
+	}
+	if f.Secret {
+		return true
+	}
+	if f.Name == "BGPPeers" {
+		var peers PeerList
+		if err := peers.Decode(value); err != nil {
+			return true // unparsable: treat as secret rather than echo it
+		}
+		for _, p := range peers {
+			if p.Password != "" {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -56,10 +56,30 @@ func Load(fl *Flags) (*Config, []string, error) {
 		fl = &Flags{}
 	}
 	defer restoreEnv(saveEnv())
+	warnings, err := mergeInto(fl)
+	if err != nil {
+		return nil, nil, err
+	}
+	var c Config
+	if err := envconfig.Process("", &c); err != nil {
+		return nil, warnings, translate(err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	sort.Strings(warnings)
+	return &c, warnings, nil
+}
+
+// mergeInto puts the effective values into the process environment: the env
+// file's under the environment's, flags over both; an empty value is unset
+// (the default applies) unless it turns the feature off. It returns
+// warnings for unknown variables of ours in the environment.
+func mergeInto(fl *Flags) ([]string, error) {
 	var warnings []string
 	if fl.EnvFile != "" {
 		if err := loadEnvFile(fl.EnvFile); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	for _, kv := range os.Environ() {
@@ -72,7 +92,7 @@ func Load(fl *Flags) (*Config, []string, error) {
 	}
 	for env, v := range fl.set {
 		if err := os.Setenv(env, v); err != nil {
-			return nil, nil, fmt.Errorf("setting %s: %w", env, err)
+			return nil, fmt.Errorf("setting %s: %w", env, err)
 		}
 	}
 	for _, f := range Fields() {
@@ -80,15 +100,31 @@ func Load(fl *Flags) (*Config, []string, error) {
 			os.Unsetenv(f.Env) // empty means "not set": the default applies
 		}
 	}
-	var c Config
-	if err := envconfig.Process("", &c); err != nil {
-		return nil, warnings, translate(err)
+	return warnings, nil
+}
+
+// Given returns the variables the flags, the env file and the environment
+// set, as given (the same precedence as Load), after checking with Load
+// that they make a valid configuration: what `manifest pod` writes into a
+// pod, so that the pod runs exactly this configuration.
+func Given(fl *Flags) (map[string]string, error) {
+	if fl == nil {
+		fl = &Flags{}
 	}
-	if err := c.Validate(); err != nil {
-		return nil, warnings, err
+	if _, _, err := Load(fl); err != nil {
+		return nil, err
 	}
-	sort.Strings(warnings)
-	return &c, warnings, nil
+	defer restoreEnv(saveEnv())
+	if _, err := mergeInto(fl); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, f := range Fields() {
+		if v, ok := os.LookupEnv(f.Env); ok {
+			out[f.Env] = v
+		}
+	}
+	return out, nil
 }
 
 // loadEnvFile exports the file's variables that the environment does not set.

@@ -3,14 +3,11 @@ package health
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"sync"
 	"time"
 )
@@ -28,7 +25,13 @@ type Config struct {
 	FailThreshold int
 	RiseThreshold int
 	TokenPath     string
-	CAFile        string // empty: skip certificate verification (loopback only)
+	// CAFiles are where the cluster CA may be, the first that exists wins
+	// (watched: one that appears later is used from the next check). While
+	// none exists the apiserver is not verified.
+	CAFiles []string
+	// ServerName is the name verified in the apiserver's certificate;
+	// empty = the URL's host.
+	ServerName string
 }
 
 // Result is the outcome of one check.
@@ -53,6 +56,7 @@ type Checker struct {
 	probe   *probe   // asks its URL, /livez, unless told another
 	ready   *url.URL // nil: no drain detection
 	tokens  *tokenSource
+	ca      *caSource
 	log     *slog.Logger
 	thr     thresholds
 	lastErr string
@@ -80,23 +84,11 @@ func (c *Checker) Stats() Stats {
 // URL is the checked endpoint.
 func (c *Checker) URL() string { return c.cfg.URL }
 
-// New builds a Checker. It fails if CAFile is set but unusable.
+// New builds a Checker.
 func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
-	tlsCfg := &tls.Config{InsecureSkipVerify: cfg.CAFile == "", MinVersion: tls.VersionTLS12} //nolint:gosec // loopback only, see CAFile
-	if cfg.CAFile != "" {
-		pem, err := os.ReadFile(cfg.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA file %s holds no PEM certificate", cfg.CAFile)
-		}
-		tlsCfg.RootCAs = pool
-	}
 	// Never through a proxy (the apiserver is local), no redirects followed,
 	// one connection kept.
-	p, err := newProbe(cfg.URL, tlsCfg)
+	p, err := newProbe(cfg.URL, cfg.ServerName)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +103,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		probe:  p,
 		ready:  ready,
 		tokens: newTokenSource(cfg.TokenPath, now),
+		ca:     newCASource(cfg.CAFiles),
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
 	}, nil
@@ -129,6 +122,7 @@ var shutdownFailed = []byte("[-]shutdown failed")
 // other answer — readyz failing for etcd, informers — leaves the verdict to
 // /livez. So a healthy apiserver costs one request per check, as before.
 func (c *Checker) Check(ctx context.Context) Result {
+	c.useCA(c.ca.get())
 	tok := c.tokens.get()
 	c.logTokenError(tok.err)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
@@ -175,6 +169,23 @@ func classify(status int, tokenPresent bool) (bool, string) {
 		return false, "status 401 with a bearer token"
 	default:
 		return false, fmt.Sprintf("status %d", status)
+	}
+}
+
+// useCA puts a new CA state into force (the kept connection, verified
+// under the old one, is closed) and says so in the log.
+func (c *Checker) useCA(st caState) {
+	if !st.Changed {
+		return
+	}
+	c.probe.setRoots(st.Pool)
+	switch {
+	case st.Err != nil:
+		c.log.Error("Cannot use the cluster CA: checking the API server unverified", "error", st.Err.Error())
+	case st.Pool == nil:
+		c.log.Warn("No cluster CA yet: checking the API server unverified until one appears", "looked_for", c.cfg.CAFiles)
+	default:
+		c.log.Info("Verifying the API server's certificate", "ca_file", st.Path, "server_name", c.probe.tls.ServerName)
 	}
 }
 

@@ -2,7 +2,7 @@
 // binary, with no container engine: one layer holding /usr/bin/novaedge-cpvip,
 // entrypoint "novaedge-cpvip run". -verify reads a layout back and checks it.
 //
-//	go run ./packaging/oci -bin bin/novaedge-cpvip -out dist/oci -tag v0.1.0
+//	go run ./packaging/oci -bin bin/novaedge-cpvip -out dist/oci -name ghcr.io/novaedge/cpvip -tag v0.1.0
 //	go run ./packaging/oci -verify dist/oci
 package main
 
@@ -31,13 +31,14 @@ func main() {
 	bin := flag.String("bin", "bin/novaedge-cpvip", "the static binary")
 	out := flag.String("out", "dist/oci", "directory of the OCI image layout to write")
 	tag := flag.String("tag", "dev", "image version (org.opencontainers.image.ref.name)")
+	repo := flag.String("name", "ghcr.io/novaedge/cpvip", "image repository; NAME:TAG is the image's full name (io.containerd.image.name), the one `novaedge-cpvip manifest pod` names")
 	verify := flag.String("verify", "", "check the OCI layout in this directory instead of writing one")
 	flag.Parse()
 	var err error
 	if *verify != "" {
 		err = check(*verify)
 	} else {
-		err = build(*bin, *out, *tag)
+		err = build(*bin, *out, *repo, *tag)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "oci:", err)
@@ -45,7 +46,7 @@ func main() {
 	}
 }
 
-func build(bin, out, tag string) error {
+func build(bin, out, repo, tag string) error {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return err
@@ -61,11 +62,14 @@ func build(bin, out, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": tag})); err != nil {
+	// containerd's import (ctr images import) names the image by
+	// io.containerd.image.name; OCI tools by the ref.name tag.
+	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"org.opencontainers.image.ref.name": tag, "io.containerd.image.name": repo + ":" + tag})); err != nil {
 		return err
 	}
 	d, _ := img.Digest()
-	fmt.Printf("wrote OCI image layout %s (%s, %s)\n", out, tag, d)
+	fmt.Printf("wrote OCI image layout %s (%s:%s, %s)\n", out, repo, tag, d)
 	return nil
 }
 

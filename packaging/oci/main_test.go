@@ -13,7 +13,7 @@ func TestBuildAndVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "oci")
-	if err := build(bin, out, "test"); err != nil {
+	if err := build(bin, out, "ghcr.io/novaedge/cpvip", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if err := check(out); err != nil {

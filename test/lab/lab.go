@@ -198,8 +198,8 @@ func (l *Lab) Close() {
 	for _, p := range procs {
 		p.Kill()
 	}
-	for _, s := range stops {
-		s()
+	for i := len(stops) - 1; i >= 0; i-- { // last registered first, as t.Cleanup
+		stops[i]()
 	}
 	for _, h := range hosts {
 		_ = run("ip", "netns", "del", h.NS)

@@ -20,6 +20,7 @@ type Process struct {
 
 	mu    sync.Mutex
 	lines []string
+	times []time.Time // when each line came
 	cond  chan struct{} // closed and replaced on every new line
 }
 
@@ -36,17 +37,24 @@ func (h *Host) StartQuiet(name string, env []string, args ...string) (*Process, 
 }
 
 func (h *Host) start(name string, logf func(string, ...any), env, args []string) (*Process, error) {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...)
+	return h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
+}
+
+// start runs argv (a program that enters the host's namespaces and then
+// replaces itself with the real one: ip netns exec, nsenter) and keeps it
+// in the lab's processes.
+func (l *Lab) start(name, host string, logf func(string, ...any), env, argv []string) (*Process, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	p := &Process{Name: name, cmd: cmd, done: make(chan struct{}), cond: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s in %s: %w", name, h.Name, err)
+		return nil, fmt.Errorf("starting %s in %s: %w", name, host, err)
 	}
-	h.lab.mu.Lock()
-	h.lab.procs = append(h.lab.procs, p)
-	h.lab.mu.Unlock()
+	l.mu.Lock()
+	l.procs = append(l.procs, p)
+	l.mu.Unlock()
 	readDone := make(chan struct{})
 	go func() { p.read(pr, logf); close(readDone) }()
 	go func() {
@@ -72,6 +80,7 @@ func (p *Process) read(r io.Reader, logf func(string, ...any)) {
 		}
 		p.mu.Lock()
 		p.lines = append(p.lines, line)
+		p.times = append(p.times, time.Now())
 		close(p.cond)
 		p.cond = make(chan struct{})
 		p.mu.Unlock()
@@ -179,4 +188,11 @@ func (p *Process) Line(i int) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.lines[i]
+}
+
+// LineTime returns when output line i came.
+func (p *Process) LineTime(i int) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.times[i]
 }

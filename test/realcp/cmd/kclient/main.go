@@ -12,6 +12,11 @@
 //	    token and prints it.
 //	kclient delete-sa -server URL -token T -ca FILE -ns NS -sa NAME
 //	    deletes the ServiceAccount (its tokens stop working).
+//	kclient pods -kubeconfig FILE [-ns NS]
+//	    lists the namespace's pods: "NAME PHASE READY NODE" a line.
+//
+// Instead of -token and -ca, -kubeconfig FILE (kubeadm's admin.conf) gives
+// the credentials and the CA; -server, if set, overrides its server.
 //
 // Test use only: the token given with -token is the lab's bootstrap admin.
 package main
@@ -34,11 +39,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/transport"
 )
 
 type options struct {
 	server, token, ca, ns, sa string
+	kubeconfig                string
 	every, dur, ttl, timeout  time.Duration
 	rv0                       bool
 }
@@ -53,6 +60,7 @@ func main() {
 	fs.StringVar(&o.server, "server", "", "apiserver URL, https://VIP:6443")
 	fs.StringVar(&o.token, "token", "", "bearer token")
 	fs.StringVar(&o.ca, "ca", "", "CA certificate file")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (instead of -token and -ca)")
 	fs.StringVar(&o.ns, "ns", "kube-system", "namespace of the ServiceAccount")
 	fs.StringVar(&o.sa, "sa", "", "ServiceAccount name")
 	fs.DurationVar(&o.every, "every", 10*time.Millisecond, "probe: interval between requests")
@@ -76,6 +84,8 @@ func main() {
 		err = token(ctx, cs, o)
 	case "delete-sa":
 		err = cs.CoreV1().ServiceAccounts(o.ns).Delete(ctx, o.sa, metav1.DeleteOptions{})
+	case "pods":
+		err = pods(ctx, cs, o)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -88,6 +98,9 @@ func main() {
 // clientset builds a client whose every request opens a fresh TCP+TLS
 // connection (no keep-alive), so each one crosses the VIP anew.
 func clientset(o options) (*kubernetes.Clientset, error) {
+	if o.kubeconfig != "" {
+		return clientsetFromKubeconfig(o)
+	}
 	pem, err := os.ReadFile(o.ca)
 	if err != nil {
 		return nil, err
@@ -150,5 +163,37 @@ func token(ctx context.Context, cs *kubernetes.Clientset, o options) error {
 		return err
 	}
 	fmt.Println(tr.Status.Token)
+	return nil
+}
+
+// clientsetFromKubeconfig is clientset with the kubeconfig's credentials.
+func clientsetFromKubeconfig(o options) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags(o.server, o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rt := &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}
+	return kubernetes.NewForConfigAndClient(&rest.Config{Host: cfg.Host, QPS: -1},
+		&http.Client{Transport: rt, Timeout: o.timeout})
+}
+
+func pods(ctx context.Context, cs *kubernetes.Clientset, o options) error {
+	list, err := cs.CoreV1().Pods(o.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, p := range list.Items {
+		ready := "false"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = "true"
+			}
+		}
+		fmt.Println(p.Name, p.Status.Phase, ready, p.Spec.NodeName)
+	}
 	return nil
 }

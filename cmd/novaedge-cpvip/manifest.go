@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/staticpod"
+)
+
+// imageRepo is the image repository this build's image is pushed to; with
+// version it names the image `make image` builds (-X main.imageRepo=...).
+var imageRepo = "ghcr.io/novaedge/cpvip"
+
+// manifest prints the static pod for the configuration given by the same
+// flags, variables and env file as run.
+func manifest(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "pod" {
+		fmt.Fprintln(stderr, "usage: novaedge-cpvip manifest pod [--flavour kubeadm|k3s] [--image REF] [--secrets-file PATH] [config flags]")
+		return exitConfig
+	}
+	fs := flag.NewFlagSet("novaedge-cpvip manifest pod", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flavour := fs.String("flavour", "kubeadm", "kubeadm or k3s: where the pod goes and where the cluster CA is")
+	image := fs.String("image", imageRepo+":"+version, "the image to run (default: this build's, as `make image` names it)")
+	secrets := fs.String("secrets-file", staticpod.DefaultSecretsFile, "host file the pod reads secret variables from (never put in its env)")
+	fl := config.BindFlags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: unexpected argument %q\n", fs.Arg(0))
+		return exitConfig
+	}
+	fv, ok := staticpod.Flavours[*flavour]
+	if !ok {
+		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: --flavour %q: want kubeadm or k3s\n", *flavour)
+		return exitConfig
+	}
+	vars, err := config.Given(fl)
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
+		return exitConfig
+	}
+	pod, err := staticpod.Render(staticpod.Options{Flavour: fv, Image: *image, Vars: vars, SecretsFile: *secrets})
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: %v\n", err)
+		return exitConfig
+	}
+	_, _ = stdout.Write(pod.YAML)
+	fmt.Fprintf(stderr, "static pod for %s: put it in %s on every control-plane node\n", fv.Name, pod.Path)
+	if len(pod.Secrets) > 0 {
+		fmt.Fprintf(stderr, "secrets: %s left out of the pod's env (readable through the API): write them to %s on every node (KEY=VALUE, mode 0600)\n",
+			strings.Join(slices.Clone(pod.Secrets), ", "), *secrets)
+	}
+	return exitOK
+}

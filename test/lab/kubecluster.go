@@ -1,0 +1,258 @@
+package lab
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// KubeCluster is a kubeadm control plane in the lab: nodes with their own
+// containerd and kubelet, the control-plane images imported into each, one
+// bootstrap token and certificate key for the joins.
+type KubeCluster struct {
+	Bin      KubeBinaries
+	Nodes    []*KubeNode
+	Endpoint netip.AddrPort // controlPlaneEndpoint: the VIP
+	Opts     KubeOptions
+
+	lab      *Lab
+	token    string // bootstrap token
+	certKey  string // --certificate-key for the control-plane certificates
+	adminDir string // on the host: admin.conf once init ran
+}
+
+// KubeOptions are cluster-wide kubeadm settings of a test.
+type KubeOptions struct {
+	// ShutdownDelay is the apiservers' --shutdown-delay-duration (kubeadm
+	// sets none: 0).
+	ShutdownDelay time.Duration
+}
+
+// ServiceSubnet is the cluster's service range: a documentation range,
+// nothing is routed to it.
+const ServiceSubnet = "203.0.113.0/24"
+
+// NewKubeCluster turns hosts into kubeadm nodes: namespaces, containerd,
+// the kubelet loop, the control-plane images and extra (our image) imported.
+// Nothing of kubeadm runs yet.
+func NewKubeCluster(l *Lab, bin KubeBinaries, hosts []*Host, endpoint netip.AddrPort, opts KubeOptions, extraImages ...string) (*KubeCluster, error) {
+	images, err := bin.Images()
+	if err != nil {
+		return nil, err
+	}
+	var etcHosts strings.Builder
+	for _, h := range hosts {
+		fmt.Fprintf(&etcHosts, "%s %s\n", h.IPv4.Addr(), h.Name)
+	}
+	c := &KubeCluster{Bin: bin, Endpoint: endpoint, Opts: opts, lab: l,
+		token: randomHex(3) + "." + randomHex(8), certKey: randomHex(32)}
+	if c.adminDir, err = l.daemonDir("kubeadmin", "root"); err != nil {
+		return nil, err
+	}
+	for _, h := range hosts {
+		n, err := l.AddKubeNode(h, etcHosts.String())
+		if err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+		if err := n.StartServices(bin); err != nil {
+			return nil, fmt.Errorf("node %s: %w", h.Name, err)
+		}
+		if err := n.ImportImages(append([]string{images}, extraImages...)...); err != nil {
+			return nil, fmt.Errorf("node %s: %w", h.Name, err)
+		}
+	}
+	return c, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// nodeRegistration is the NodeRegistrationOptions of node n.
+func (c *KubeCluster) nodeRegistration(n *KubeNode) string {
+	return fmt.Sprintf(`nodeRegistration:
+  name: %s
+  criSocket: unix://%s
+  imagePullPolicy: Never
+  kubeletExtraArgs:
+  - name: node-ip
+    value: %s
+`, n.Name, ContainerdSocket, n.IPv4.Addr())
+}
+
+// InitConfig is the kubeadm configuration `kubeadm init` gets on node n:
+// the VIP as controlPlaneEndpoint, no kube-proxy and no CoreDNS (images
+// the lab does not build, and nothing here needs them), etcd at the
+// version the lab builds, and a kubelet fit for three on one host.
+func (c *KubeCluster) InitConfig(n *KubeNode) string {
+	apiArgs := ""
+	if c.Opts.ShutdownDelay > 0 {
+		apiArgs = fmt.Sprintf("  extraArgs:\n  - name: shutdown-delay-duration\n    value: %s\n", c.Opts.ShutdownDelay)
+	}
+	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: %s
+certificateKey: %s
+localAPIEndpoint:
+  advertiseAddress: %s
+  bindPort: 6443
+%s---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: %s
+controlPlaneEndpoint: %s
+networking:
+  serviceSubnet: %s
+apiServer:
+%setcd:
+  local:
+    imageTag: %s
+    extraArgs:
+    - name: unsafe-no-fsync
+      value: "true"
+proxy:
+  disabled: true
+dns:
+  disabled: true
+---
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+imageGCHighThresholdPercent: 100
+evictionHard:
+  memory.available: "0%%"
+  nodefs.available: "0%%"
+  nodefs.inodesFree: "0%%"
+  imagefs.available: "0%%"
+`, c.token, c.certKey, n.IPv4.Addr(), c.nodeRegistration(n), KubeVersion, c.Endpoint, ServiceSubnet, apiArgs, EtcdTag)
+}
+
+// JoinConfig is the kubeadm configuration `kubeadm join --control-plane`
+// gets on node n: discovery through the VIP, pinned to the cluster CA.
+func (c *KubeCluster) JoinConfig(n *KubeNode, caHash string) string {
+	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: %s
+    token: %s
+    caCertHashes:
+    - %s
+controlPlane:
+  certificateKey: %s
+  localAPIEndpoint:
+    advertiseAddress: %s
+    bindPort: 6443
+%s`, c.Endpoint, c.token, caHash, c.certKey, n.IPv4.Addr(), c.nodeRegistration(n))
+}
+
+// Init runs `kubeadm init --config … --upload-certs` on node i and keeps
+// its output; admin.conf is copied out for the tests' client.
+func (c *KubeCluster) Init(i int) (*Process, error) {
+	n := c.Nodes[i]
+	if err := n.WriteFile("/root/kubeadm.yaml", []byte(c.InitConfig(n)), 0o600); err != nil {
+		return nil, err
+	}
+	return n.StartIn("kubeadm-init", true, "kubeadm", "init", "--config", "/root/kubeadm.yaml", "--upload-certs")
+}
+
+// Join runs `kubeadm join --control-plane` on node i.
+func (c *KubeCluster) Join(i int) (*Process, error) {
+	hash, err := c.CAHash()
+	if err != nil {
+		return nil, err
+	}
+	n := c.Nodes[i]
+	if err := n.WriteFile("/root/kubeadm.yaml", []byte(c.JoinConfig(n, hash)), 0o600); err != nil {
+		return nil, err
+	}
+	return n.StartIn("kubeadm-join", true, "kubeadm", "join", "--config", "/root/kubeadm.yaml")
+}
+
+// CAHash is the discovery hash of the cluster CA (sha256 of its public
+// key info), as `kubeadm token create --print-join-command` prints it.
+func (c *KubeCluster) CAHash() (string, error) {
+	b, err := c.Nodes[0].ReadFile("/etc/kubernetes/pki/ca.crt")
+	if err != nil {
+		return "", err
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return "", errors.New("ca.crt: no PEM block")
+	}
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// AdminConf copies node 0's /etc/kubernetes/admin.conf (its server is the
+// VIP) out of the node and returns its path on the host.
+func (c *KubeCluster) AdminConf() (string, error) {
+	b, err := c.Nodes[0].ReadFile("/etc/kubernetes/admin.conf")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(c.adminDir, "admin.conf")
+	return p, os.WriteFile(p, b, 0o600)
+}
+
+// Client runs the lab's client-go tool on h with admin.conf: the command
+// and its flags.
+func (c *KubeCluster) Client(h *Host, args ...string) (string, error) {
+	conf, err := c.AdminConf()
+	if err != nil {
+		return "", err
+	}
+	out, err := h.Exec(append([]string{c.Bin.Client, args[0], "-kubeconfig", conf}, args[1:]...)...)
+	return strings.TrimSpace(out), err
+}
+
+// StartProbe starts the client tool's probe on h through the VIP with
+// admin.conf for d (every interval a fresh TCP+TLS connection, one request).
+func (c *KubeCluster) StartProbe(h *Host, d, every time.Duration) (*Process, error) {
+	conf, err := c.AdminConf()
+	if err != nil {
+		return nil, err
+	}
+	return h.StartQuiet("kclient", nil, c.Bin.Client, "probe", "-kubeconfig", conf, "-for", d.String(), "-every", every.String())
+}
+
+// Manifest is the path of a static pod manifest inside a node.
+func Manifest(name string) string { return "/etc/kubernetes/manifests/" + name + ".yaml" }
+
+// MoveManifest moves node i's static pod manifest out of the manifests
+// directory (out=true) or back, as `kubeadm certs renew` users and kubeadm
+// upgrade do to restart a control-plane pod.
+func (c *KubeCluster) MoveManifest(i int, name string, out bool) error {
+	from, to := Manifest(name), "/etc/kubernetes/"+name+".yaml.out"
+	if !out {
+		from, to = to, from
+	}
+	_, err := c.Nodes[i].Run("mv", from, to)
+	return err
+}
+
+// APIServerLive asks node i's apiserver for /livez from inside the node
+// (anonymous: kubeadm's RBAC lets everyone read the health endpoints).
+func (c *KubeCluster) APIServerLive(i int) bool {
+	_, err := c.Nodes[i].Run("curl", "-skf", "--max-time", "1", "https://"+c.Nodes[i].IPv4.Addr().String()+":6443/livez")
+	return err == nil
+}
