@@ -1,8 +1,11 @@
-// Package manifests holds the static pod manifests; its test parses them as
-// Kubernetes Pods so they cannot rot.
+// Package manifests holds the static pod manifests that `novaedge-cpvip
+// manifest pod` writes; its test parses them as Kubernetes Pods and renders
+// them again so they cannot rot or drift from the generator.
 package manifests
 
 import (
+	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/staticpod"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -43,7 +47,13 @@ func TestStaticPods(t *testing.T) {
 				sc.Privileged != nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 				t.Errorf("capabilities must be exactly NET_ADMIN and NET_RAW, nothing else: %+v", sc)
 			}
+			if psc := pod.Spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("seccompProfile must be RuntimeDefault")
+			}
 			for _, e := range c.Env {
+				if config.IsSecret(e.Name, e.Value) {
+					t.Errorf("secret %s in the pod's env", e.Name)
+				}
 				if !known[e.Name] {
 					t.Errorf("unknown variable %s", e.Name)
 				}
@@ -59,5 +69,40 @@ func TestStaticPods(t *testing.T) {
 				t.Errorf("the manifest does not say where it goes")
 			}
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the manifests from the generator")
+
+// exampleVars is the configuration the shipped manifests show: what
+// `novaedge-cpvip manifest pod --flavour F --image ghcr.io/novaedge/cpvip:v0.1.0
+// --vip-address 192.0.2.100/32 --mode l2 --vrid 51` prints.
+var exampleVars = map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "l2", "NOVAEDGE_CP_VIP_VRID": "51"}
+
+// TestGenerated fails when a manifest differs from what the generator
+// prints for its configuration (go test ./manifests -update rewrites them).
+func TestGenerated(t *testing.T) {
+	if _, err := config.LoadMap(exampleVars); err != nil {
+		t.Fatal(err)
+	}
+	for name, fv := range staticpod.Flavours {
+		path := filepath.Join(name, "novaedge-cpvip.yaml")
+		pod, err := staticpod.Render(staticpod.Options{Flavour: fv, Image: "ghcr.io/novaedge/cpvip:v0.1.0", Vars: exampleVars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.WriteFile(path, pod.YAML, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, pod.YAML) {
+			t.Errorf("%s differs from `novaedge-cpvip manifest pod --flavour %s`: run go test ./manifests -update", path, name)
+		}
 	}
 }

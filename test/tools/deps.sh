@@ -15,6 +15,12 @@ declare -A want=(
   [bird]=bird2
   [rpm]=rpm
   [systemd-analyze]=systemd
+  # the kubeadm lab: a containerd per node (Debian's 1.6, runc 1.1) and
+  # what kubeadm's preflight and kubelet look for
+  [containerd]=containerd
+  [runc]=runc
+  [iptables]=iptables
+  [ethtool]=ethtool
 )
 
 missing=()
