@@ -24,8 +24,8 @@ type caSource struct {
 	looked bool
 	path   string // of the CA in force; empty: none
 	id     fileID
-	pool *x509.CertPool
-	err  error // the CA found could not be used
+	pool   *x509.CertPool
+	err    error // the CA found could not be used
 }
 
 func newCASource(paths []string) *caSource {

@@ -257,4 +257,3 @@ func removeCgroupTree(root string) {
 		}
 	}
 }
-

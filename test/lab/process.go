@@ -20,7 +20,7 @@ type Process struct {
 
 	mu    sync.Mutex
 	lines []string
-	times []time.Time // when each line came
+	times []time.Time   // when each line came
 	cond  chan struct{} // closed and replaced on every new line
 }
 
