@@ -26,6 +26,7 @@ type KubeNode struct {
 	dir    string // on the host: upper layers, bind-mount sources, bin/
 	cgroup string // kubelet's --cgroup-root, without the slash
 	holder *Process
+	mntNS  string // the holder's mount namespace (/proc/PID/ns/mnt link)
 	daemon []*Process
 }
 
@@ -73,19 +74,26 @@ func (l *Lab) AddKubeNode(h *Host, hosts string) (*KubeNode, error) {
 	if _, err := h.Exec("sysctl", "-qw", "net.ipv4.ip_forward=1"); err != nil { // kubeadm's preflight wants it; per namespace
 		return nil, err
 	}
-	// The holder joins the node's pids cgroup before it builds anything:
-	// all it starts (containerd, shims, kubelet) is found there.
+	return n, n.boot()
+}
+
+// boot starts the node's holder, which builds its file system (the upper
+// layers and directories on the host keep what an earlier life wrote). It
+// joins the node's pids cgroup before anything else: all it starts
+// (containerd, shims, kubelet) is found there.
+func (n *KubeNode) boot() error {
 	cmd := []string{"sh", "-c", `echo $$ > "$1/cgroup.procs" && exec nsenter --net=/run/netns/"$2" -- unshare --mount --uts --propagation private sh -c "$3"`,
-		"holder", n.sysCgroup("pids"), h.NS, holderScript}
-	p, err := l.start("node-"+h.Name, h.Name, l.Logf, []string{"NODE=" + h.Name, "DIR=" + dir}, cmd)
+		"holder", n.sysCgroup("pids"), n.NS, holderScript}
+	p, err := n.lab.start("node-"+n.Name, n.Name, n.lab.Logf, []string{"NODE=" + n.Name, "DIR=" + n.dir}, cmd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.holder = p
 	if _, err := p.WaitLine(30*time.Second, 0, "ready"); err != nil {
-		return nil, fmt.Errorf("node %s: %w", h.Name, err)
+		return fmt.Errorf("node %s: %w", n.Name, err)
 	}
-	return n, nil
+	n.mntNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", p.PID()))
+	return err
 }
 
 // nsenter is the command prefix that runs a program inside the node.
@@ -205,9 +213,23 @@ func (n *KubeNode) PowerOff() {
 	n.daemon, n.holder = nil, nil
 }
 
-// pids lists the processes of the node's cgroups (its own and kubelet's).
+// pids lists the processes of the node: those in its mount namespace
+// (kubelet moves itself out of the cgroup it was started in) and those in
+// its cgroups (containers have mount namespaces of their own).
 func (n *KubeNode) pids() []int {
 	var out []int
+	if n.mntNS != "" {
+		procs, _ := os.ReadDir("/proc")
+		for _, d := range procs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			if ns, err := os.Readlink("/proc/" + d.Name() + "/ns/mnt"); err == nil && ns == n.mntNS {
+				out = append(out, pid)
+			}
+		}
+	}
 	for _, root := range []string{n.sysCgroup("pids"), filepath.Join("/sys/fs/cgroup/pids", n.cgroup)} {
 		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
@@ -256,4 +278,16 @@ func removeCgroupTree(root string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// PIDsOf lists the node's processes whose command line contains part.
+func (n *KubeNode) PIDsOf(part string) []int {
+	var out []int
+	for _, pid := range n.pids() {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmdline), part) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

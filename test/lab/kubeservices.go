@@ -73,7 +73,7 @@ esac
 // `systemctl start`).
 func (n *KubeNode) StartServices(bin KubeBinaries) error {
 	for name, target := range map[string]string{"kubelet": bin.Kubelet, "kubeadm": bin.Kubeadm} {
-		if err := os.Symlink(target, filepath.Join(n.Bin(), name)); err != nil {
+		if err := os.Symlink(target, filepath.Join(n.Bin(), name)); err != nil && !os.IsExist(err) {
 			return err
 		}
 	}
@@ -93,6 +93,20 @@ func (n *KubeNode) StartServices(bin KubeBinaries) error {
 		_, err := n.Run("ctr", "-a", ContainerdSocket, "version")
 		return err
 	})
+}
+
+// PowerOn boots a node that was powered off: the holder, containerd, and
+// kubelet (enabled: systemd starts it at boot), which starts the static
+// pods kubeadm left in /etc/kubernetes/manifests.
+func (n *KubeNode) PowerOn(bin KubeBinaries) error {
+	if err := n.boot(); err != nil {
+		return err
+	}
+	if err := n.StartServices(bin); err != nil {
+		return err
+	}
+	_, err := n.Run("systemctl", "start", "kubelet")
+	return err
 }
 
 // ImportImages loads docker-archive or OCI tarballs into the node's
