@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,4 +360,3 @@ func (hm *holderMonitor) double(from, to time.Time) time.Duration {
 	}
 	return d
 }
-
