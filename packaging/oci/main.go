@@ -8,13 +8,11 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -23,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
+	"github.com/novaedge/cpvip/internal/ociimage"
 )
 
 const binPath = "usr/bin/novaedge-cpvip"
@@ -75,26 +74,7 @@ func build(bin, out, repo, tag string) error {
 
 // image builds the image: OCI media types, one layer, entrypoint and labels.
 func image(bin []byte, tag string) (v1.Image, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0)
-	for _, dir := range []string{"usr/", "usr/bin/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: epoch}); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: binPath, Mode: 0o755, Size: int64(len(bin)), ModTime: epoch}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	layer, err := ociimage.FileLayer(binPath, bin, nil, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,55 @@
+// Package ociimage builds image layers from files without a container
+// engine: the shipped image (packaging/oci) and the test lab's control-plane
+// images use it.
+package ociimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// FileLayer is a layer holding one executable file at name (relative, like
+// usr/bin/x), its parent directories, and extra empty directories (a
+// trailing slash each), every time stamp the epoch so that the same file
+// gives the same layer. A directory named tmp/ gets mode 1777.
+func FileLayer(name string, data []byte, dirs []string, opts ...tarball.LayerOption) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for d := path.Dir(name); d != "."; d = path.Dir(d) {
+		dirs = append([]string{d + "/"}, dirs...)
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		mode := int64(0o755)
+		if strings.TrimSuffix(d, "/") == "tmp" {
+			mode = 0o1777
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	}, opts...)
+}
