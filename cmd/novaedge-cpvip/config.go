@@ -11,7 +11,7 @@ import (
 // loadConfig parses flags and loads the configuration; on failure it prints
 // one line naming the variable and returns the exit code.
 func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, []string, int) {
-	fl, code := parseFlags(name, args, stderr)
+	fl, code := parseFlags(name, args, stderr, nil)
 	if fl == nil {
 		return nil, nil, code
 	}

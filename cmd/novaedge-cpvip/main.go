@@ -74,10 +74,14 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// parseFlags parses the config flags of a subcommand; -h prints its help.
-func parseFlags(name string, args []string, stderr io.Writer) (*config.Flags, int) {
+// parseFlags parses the config flags of a subcommand, and the subcommand's
+// own that extra defines (may be nil); -h prints its help.
+func parseFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (*config.Flags, int) {
 	fs := flag.NewFlagSet("novaedge-cpvip "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if extra != nil {
+		extra(fs)
+	}
 	fl := config.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -25,6 +25,11 @@ func TestDispatch(t *testing.T) {
 		{[]string{"migrate", "kube-vip", "/nonexistent.yaml"}, 1, "", "no such file"},
 		{[]string{"migrate", "keepalived", "x"}, 2, "", "Usage: novaedge-cpvip migrate kube-vip FILE"},
 		{[]string{"status", "--metrics-addr", "127.0.0.1:1"}, 1, "", "is novaedge-cpvip running"},
+		{[]string{"manifest", "pod", "--vip-address", "192.0.2.100/32", "--bgp-password", "s3cret"}, 0, "image: ghcr.io/novaedge/cpvip:dev", "NOVAEDGE_BGP_PASSWORD left out of the pod's env"},
+		{[]string{"manifest", "pod", "--flavour", "k3s", "--vip-address", "192.0.2.100/32"}, 0, "path: /var/lib/rancher/k3s/server/tls/server-ca.crt", "pod-manifests/novaedge-cpvip.yaml"},
+		{[]string{"manifest", "pod", "--flavour", "rke2", "--vip-address", "192.0.2.100/32"}, 2, "", `--flavour "rke2": want kubeadm or k3s`},
+		{[]string{"manifest", "pod", "--vrid", "0", "--vip-address", "192.0.2.100/32"}, 2, "", "invalid NOVAEDGE_CP_VIP_VRID"},
+		{[]string{"manifest", "daemonset"}, 2, "", "usage: novaedge-cpvip manifest pod"},
 	}
 	for _, tt := range tests {
 		var stdout, stderr bytes.Buffer
@@ -32,7 +37,7 @@ func TestDispatch(t *testing.T) {
 		if code != tt.code || !strings.Contains(stdout.String(), tt.stdout) || !strings.Contains(stderr.String(), tt.stderr) {
 			t.Errorf("%q: code %d, stdout %q, stderr %q", tt.args, code, stdout.String(), stderr.String())
 		}
-		if strings.Contains(stderr.String(), "s3cret") {
+		if strings.Contains(stderr.String(), "s3cret") || tt.args[0] == "manifest" && strings.Contains(stdout.String(), "s3cret") {
 			t.Errorf("%q printed a secret", tt.args)
 		}
 	}

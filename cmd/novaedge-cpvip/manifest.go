@@ -1,11 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/novaedge/cpvip/internal/config"
@@ -23,25 +21,18 @@ func manifest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: novaedge-cpvip manifest pod [--flavour kubeadm|k3s] [--image REF] [--secrets-file PATH] [config flags]")
 		return exitConfig
 	}
-	fs := flag.NewFlagSet("novaedge-cpvip manifest pod", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flavour := fs.String("flavour", "kubeadm", "kubeadm or k3s: where the pod goes and where the cluster CA is")
-	image := fs.String("image", imageRepo+":"+version, "the image to run (default: this build's, as `make image` names it)")
-	secrets := fs.String("secrets-file", staticpod.DefaultSecretsFile, "host file the pod reads secret variables from (never put in its env)")
-	fl := config.BindFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitConfig
+	var flavour, image, secrets string
+	fl, code := parseFlags("manifest pod", args[1:], stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&flavour, "flavour", "kubeadm", "kubeadm or k3s: where the pod goes and where the cluster CA is")
+		fs.StringVar(&image, "image", imageRepo+":"+version, "the image to run (default: this build's, as `make image` names it)")
+		fs.StringVar(&secrets, "secrets-file", staticpod.DefaultSecretsFile, "host file the pod reads secret variables from (never put in its env)")
+	})
+	if fl == nil {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: unexpected argument %q\n", fs.Arg(0))
-		return exitConfig
-	}
-	fv, ok := staticpod.Flavours[*flavour]
+	fv, ok := staticpod.Flavours[flavour]
 	if !ok {
-		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: --flavour %q: want kubeadm or k3s\n", *flavour)
+		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: --flavour %q: want kubeadm or k3s\n", flavour)
 		return exitConfig
 	}
 	vars, err := config.Given(fl)
@@ -49,7 +40,7 @@ func manifest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
 		return exitConfig
 	}
-	pod, err := staticpod.Render(staticpod.Options{Flavour: fv, Image: *image, Vars: vars, SecretsFile: *secrets})
+	pod, err := staticpod.Render(staticpod.Options{Flavour: fv, Image: image, Vars: vars, SecretsFile: secrets})
 	if err != nil {
 		fmt.Fprintf(stderr, "novaedge-cpvip manifest pod: %v\n", err)
 		return exitConfig
@@ -58,7 +49,7 @@ func manifest(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "static pod for %s: put it in %s on every control-plane node\n", fv.Name, pod.Path)
 	if len(pod.Secrets) > 0 {
 		fmt.Fprintf(stderr, "secrets: %s left out of the pod's env (readable through the API): write them to %s on every node (KEY=VALUE, mode 0600)\n",
-			strings.Join(slices.Clone(pod.Secrets), ", "), *secrets)
+			strings.Join(pod.Secrets, ", "), secrets)
 	}
 	return exitOK
 }

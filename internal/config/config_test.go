@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -89,6 +90,36 @@ func TestEnvFilePrecedence(t *testing.T) {
 	}
 	if c.Priority != 150 || c.VRID != 20 {
 		t.Errorf("priority=%d (want 150 from file) vrid=%d (want 20: environment beats file)", c.Priority, c.VRID)
+	}
+}
+
+// TestGiven: manifest pod's view of the configuration is what was given,
+// with Load's precedence (flag over environment over file), and nothing
+// for an invalid one.
+func TestGiven(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpvip.env")
+	if err := os.WriteFile(path, []byte("NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32\nNOVAEDGE_CP_VIP_VRID=12\nNOVAEDGE_CP_VIP_PRIORITY=150\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := func(env map[string]string, args ...string) (map[string]string, error) {
+		isolateEnv(t)
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fl := BindFlags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return Given(fl)
+	}
+	got, err := given(map[string]string{"NOVAEDGE_CP_VIP_VRID": "20", "NOVAEDGE_CP_VIP_PRIORITY": "160"}, "--env-file", path, "--priority", "170")
+	want := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_VRID": "20", "NOVAEDGE_CP_VIP_PRIORITY": "170"}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("given %v, %v; want %v", got, err, want)
+	}
+	if got, err := given(nil, "--vrid", "300", "--vip-address", "192.0.2.100/32"); err == nil || got != nil {
+		t.Errorf("invalid configuration given back: %v", got)
 	}
 }
 

@@ -52,23 +52,37 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 // variables in the environment) and an *Error naming the variable for any
 // invalid value.
 func Load(fl *Flags) (*Config, []string, error) {
+	c, _, warnings, err := loadGiven(fl)
+	return c, warnings, err
+}
+
+// loadGiven merges the flags, the env file and the environment into the process
+// environment, decodes and validates the result, and restores the
+// environment. It also returns the variables as given.
+func loadGiven(fl *Flags) (*Config, map[string]string, []string, error) {
 	if fl == nil {
 		fl = &Flags{}
 	}
 	defer restoreEnv(saveEnv())
 	warnings, err := mergeInto(fl)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	given := map[string]string{}
+	for _, f := range Fields() {
+		if v, ok := os.LookupEnv(f.Env); ok {
+			given[f.Env] = v
+		}
 	}
 	var c Config
 	if err := envconfig.Process("", &c); err != nil {
-		return nil, warnings, translate(err)
+		return nil, nil, warnings, translate(err)
 	}
 	if err := c.Validate(); err != nil {
-		return nil, warnings, err
+		return nil, nil, warnings, err
 	}
 	sort.Strings(warnings)
-	return &c, warnings, nil
+	return &c, given, warnings, nil
 }
 
 // mergeInto puts the effective values into the process environment: the env
@@ -108,23 +122,8 @@ func mergeInto(fl *Flags) ([]string, error) {
 // that they make a valid configuration: what `manifest pod` writes into a
 // pod, so that the pod runs exactly this configuration.
 func Given(fl *Flags) (map[string]string, error) {
-	if fl == nil {
-		fl = &Flags{}
-	}
-	if _, _, err := Load(fl); err != nil {
-		return nil, err
-	}
-	defer restoreEnv(saveEnv())
-	if _, err := mergeInto(fl); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, f := range Fields() {
-		if v, ok := os.LookupEnv(f.Env); ok {
-			out[f.Env] = v
-		}
-	}
-	return out, nil
+	_, given, _, err := loadGiven(fl)
+	return given, err
 }
 
 // loadEnvFile exports the file's variables that the environment does not set.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 )
 
 // maxCASize bounds a CA bundle file.
@@ -29,15 +28,7 @@ type caSource struct {
 }
 
 func newCASource(paths []string) *caSource {
-	return &caSource{paths: paths, stat: statID, read: readCA}
-}
-
-func readCA(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil && len(b) > maxCASize {
-		err = fmt.Errorf("larger than %d bytes", maxCASize)
-	}
-	return b, err
+	return &caSource{paths: paths, stat: statID, read: func(p string) ([]byte, error) { return readLimited(p, maxCASize) }}
 }
 
 // caState is the CA in force after a look at the files.

@@ -63,21 +63,23 @@ type tokenSource struct {
 }
 
 func newTokenSource(path string, now func() time.Time) *tokenSource {
-	return &tokenSource{path: path, now: now, read: readLimited, stat: statID}
+	return &tokenSource{path: path, now: now, read: func(p string) ([]byte, error) { return readLimited(p, maxTokenSize) }, stat: statID}
 }
 
-func readLimited(path string) ([]byte, error) {
+// readLimited reads a file of at most max bytes: a larger one is an error,
+// not a truncated read.
+func readLimited(path string, max int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxTokenSize {
-		return nil, fmt.Errorf("token file is larger than %d bytes", maxTokenSize)
+	if len(b) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
 	}
 	return b, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -52,4 +53,21 @@ func FileLayer(name string, data []byte, dirs []string, opts ...tarball.LayerOpt
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 	}, opts...)
+}
+
+// Image appends layer to base and sets its configuration: linux/amd64,
+// then whatever edit changes (entrypoint, environment, labels).
+func Image(base v1.Image, layer v1.Layer, edit func(*v1.Config)) (v1.Image, error) {
+	img, err := mutate.AppendLayers(base, layer)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS = "amd64", "linux"
+	edit(&cf.Config)
+	return mutate.ConfigFile(img, cf)
 }

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -114,7 +113,7 @@ func Render(o Options) (Pod, error) {
 	if err := podTemplate.Execute(&b, d); err != nil {
 		return Pod{}, err
 	}
-	return Pod{YAML: b.Bytes(), Secrets: slices.Clip(d.Secrets), Path: o.Flavour.ManifestDir + "/novaedge-cpvip.yaml"}, nil
+	return Pod{YAML: b.Bytes(), Secrets: d.Secrets, Path: o.Flavour.ManifestDir + "/novaedge-cpvip.yaml"}, nil
 }
 
 var podTemplate = template.Must(template.New("pod").Parse(`# novaedge-cpvip as a {{.Flavour.Name}} static pod, written by ` + "`novaedge-cpvip manifest pod`" + `.

@@ -78,27 +78,18 @@ func image(bin []byte, tag string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Entrypoint = []string{"/" + binPath}
-	cf.Config.Cmd = []string{"run"}
-	cf.Config.User = "0"
-	cf.Config.Labels = map[string]string{
-		"org.opencontainers.image.title":    "novaedge-cpvip",
-		"org.opencontainers.image.version":  tag,
-		"org.opencontainers.image.licenses": "Apache-2.0",
-		"org.opencontainers.image.source":   "https://github.com/novaedge/cpvip",
-	}
-	return mutate.ConfigFile(img, cf)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	return ociimage.Image(base, layer, func(c *v1.Config) {
+		c.Entrypoint = []string{"/" + binPath}
+		c.Cmd = []string{"run"}
+		c.User = "0"
+		c.Labels = map[string]string{
+			"org.opencontainers.image.title":    "novaedge-cpvip",
+			"org.opencontainers.image.version":  tag,
+			"org.opencontainers.image.licenses": "Apache-2.0",
+			"org.opencontainers.image.source":   "https://github.com/novaedge/cpvip",
+		}
+	})
 }
 
 // check reads a layout back: one image, valid digests, the entrypoint, and

@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -29,12 +28,7 @@ var kubeVIP = netip.AddrPortFrom(vip4.Addr(), 6443)
 func kubeBinaries(t testing.TB) lab.KubeBinaries {
 	t.Helper()
 	b, err := lab.KubeBinariesFromEnv()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	needBuilt(t, err)
 	return b
 }
 

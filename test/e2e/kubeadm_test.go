@@ -13,56 +13,56 @@ import (
 	"github.com/novaedge/cpvip/test/lab"
 )
 
+// every runs fn every d on a goroutine of its own until the returned stop
+// (safe to call again; the test's cleanup calls it too) has waited for it.
+func every(t testing.TB, d time.Duration, fn func(now time.Time)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(d):
+			}
+			fn(time.Now())
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(quit) }); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
 // bindMonitor samples, every 50 ms, which nodes hold the VIP and whether
-// their apiservers answer, and remembers the first sample of each.
+// their apiservers answer: when each apiserver was first live, and any
+// node that bound the VIP before that.
 type bindMonitor struct {
 	mu         sync.Mutex
-	firstBound map[int]time.Time
 	firstLive  map[int]time.Time
+	bound      map[int]bool
 	violations []string
-	stop       chan struct{}
-	done       chan struct{}
+	end        func()
 }
 
 func (k *kubeLab) monitorBinding(t testing.TB) *bindMonitor {
-	m := &bindMonitor{firstBound: map[int]time.Time{}, firstLive: map[int]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		for {
-			select {
-			case <-m.stop:
-				return
-			case <-time.After(50 * time.Millisecond):
+	m := &bindMonitor{firstLive: map[int]time.Time{}, bound: map[int]bool{}}
+	m.end = every(t, 50*time.Millisecond, func(now time.Time) {
+		for i, n := range k.kc.Nodes {
+			_, bound, _ := n.Has(vip4)
+			live := k.kc.APIServerLive(i)
+			m.mu.Lock()
+			if live && m.firstLive[i].IsZero() {
+				m.firstLive[i] = now
 			}
-			now := time.Now()
-			for i, n := range k.kc.Nodes {
-				_, bound, _ := n.Has(vip4)
-				live := k.kc.APIServerLive(i)
-				m.mu.Lock()
-				if live && m.firstLive[i].IsZero() {
-					m.firstLive[i] = now
-				}
-				if bound && m.firstBound[i].IsZero() {
-					m.firstBound[i] = now
-					if m.firstLive[i].IsZero() {
-						m.violations = append(m.violations, n.Name+" bound the VIP before its apiserver was live")
-					}
-				}
-				m.mu.Unlock()
+			if bound && !m.bound[i] && m.firstLive[i].IsZero() {
+				m.violations = append(m.violations, n.Name+" bound the VIP before its apiserver was live")
 			}
+			m.bound[i] = m.bound[i] || bound
+			m.mu.Unlock()
 		}
-	}()
-	t.Cleanup(m.end)
+	})
 	return m
-}
-
-func (m *bindMonitor) end() {
-	select {
-	case <-m.stop:
-	default:
-		close(m.stop)
-	}
-	<-m.done
 }
 
 // TestKubeadmL2 is the product's first job on real kubeadm, then what
@@ -326,23 +326,12 @@ type holderSample struct {
 
 func (k *kubeLab) monitorHolders(t testing.TB) *holderMonitor {
 	hm := &holderMonitor{}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			n := len(k.holders(t))
-			hm.mu.Lock()
-			hm.samples = append(hm.samples, holderSample{time.Now(), n})
-			hm.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-done })
+	every(t, 100*time.Millisecond, func(now time.Time) {
+		n := len(k.holders(t))
+		hm.mu.Lock()
+		hm.samples = append(hm.samples, holderSample{now, n})
+		hm.mu.Unlock()
+	})
 	return hm
 }
 

@@ -204,13 +204,18 @@ func (c *KubeCluster) CAHash() (string, error) {
 }
 
 // AdminConf copies node 0's /etc/kubernetes/admin.conf (its server is the
-// VIP) out of the node and returns its path on the host.
+// VIP) out of the node once and returns its path on the host. Its client
+// certificate stays valid after `kubeadm certs renew` (renewal does not
+// revoke), so one copy serves the whole test.
 func (c *KubeCluster) AdminConf() (string, error) {
+	p := filepath.Join(c.adminDir, "admin.conf")
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
 	b, err := c.Nodes[0].ReadFile("/etc/kubernetes/admin.conf")
 	if err != nil {
 		return "", err
 	}
-	p := filepath.Join(c.adminDir, "admin.conf")
 	return p, os.WriteFile(p, b, 0o600)
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/novaedge/cpvip/internal/ociimage"
 )
@@ -95,17 +94,8 @@ func binaryImage(bin, path string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Entrypoint = []string{"/" + path}
-	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	return mutate.ConfigFile(img, cf)
+	return ociimage.Image(empty.Image, layer, func(c *v1.Config) {
+		c.Entrypoint = []string{"/" + path}
+		c.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	})
 }

@@ -62,7 +62,7 @@ func (l *Lab) AddKubeNode(h *Host, hosts string) (*KubeNode, error) {
 	if err := n.makeCgroups(); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{"bin", "etc.up", "lib.up/kubelet"} {
+	for _, d := range []string{"bin", "etc.up"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -110,21 +110,10 @@ func (n *KubeNode) Path() string {
 // Run runs a command inside the node and returns its standard output;
 // standard error goes into the error when it fails.
 func (n *KubeNode) Run(args ...string) (string, error) {
-	return n.RunEnv(nil, args...)
-}
-
-// RunEnv is Run with extra environment variables.
-func (n *KubeNode) RunEnv(env []string, args ...string) (string, error) {
 	argv := append(n.nsenter(), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append([]string{n.Path(), "HOME=/root"}, env...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), n.Name, err, stderr.String())
-	}
-	return string(out), nil
+	cmd.Env = []string{n.Path(), "HOME=/root"}
+	return output(cmd, n.Name, args)
 }
 
 // StartIn starts a long-running program inside the node; its output lines

@@ -103,12 +103,18 @@ func (l *Lab) AddHost(name string, v4, v6 netip.Prefix, dad bool) (*Host, error)
 // Exec runs a command in the host's namespace and returns its standard
 // output; standard error goes into the error when it fails.
 func (h *Host) Exec(args ...string) (string, error) {
-	cmd := exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...)
+	return output(exec.Command("ip", append([]string{"netns", "exec", h.NS}, args...)...), h.Name, args)
+}
+
+// output runs cmd (args on host, after what enters its namespaces) and
+// returns its standard output; standard error goes into the error when it
+// fails.
+func output(cmd *exec.Cmd, host string, args []string) (string, error) {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), h.Name, err, stderr.String())
+		return string(out), fmt.Errorf("%s in %s: %w: %s", strings.Join(args, " "), host, err, stderr.String())
 	}
 	return string(out), nil
 }
