@@ -21,8 +21,11 @@ type realGroup struct {
 	probe *lab.Process
 }
 
-func (g *realGroup) holder(c *realCluster) (int, error) {
-	for i, n := range c.nodes {
+func (g *realGroup) holder(c *realCluster) (int, error) { return g.holderAmong(c.nodes) }
+
+// holderAmong returns the index of the host whose eth0 holds the group's VIP.
+func (g *realGroup) holderAmong(hosts []*lab.Host) (int, error) {
+	for i, n := range hosts {
 		if _, ok, err := n.Has(g.vip); err != nil {
 			return -1, err
 		} else if ok {
@@ -40,15 +43,19 @@ func (g *realGroup) settled(c *realCluster) error {
 			return err
 		}
 	}
-	return lab.Eventually(time.Minute, func() error {
-		now := time.Now()
-		ss := lab.RecentSamples(g.probe, 300) // a second is about 100 lines
-		ok, failed, _ := lab.RequestCounts(ss, now.Add(-time.Second), now)
-		if failed > 0 || ok < 20 {
-			return fmt.Errorf("%s: %d ok, %d failed in the last second", g.tool, ok, failed)
-		}
-		return nil
-	})
+	return lab.Eventually(time.Minute, g.clientSettled)
+}
+
+// clientSettled is a condition: the group's client has succeeded for the
+// last second.
+func (g *realGroup) clientSettled() error {
+	now := time.Now()
+	ss := lab.RecentSamples(g.probe, 300) // a second is about 100 lines
+	ok, failed, _ := lab.RequestCounts(ss, now.Add(-time.Second), now)
+	if failed > 0 || ok < 20 {
+		return fmt.Errorf("%s: %d ok, %d failed in the last second", g.tool, ok, failed)
+	}
+	return nil
 }
 
 // rollingTrials is how many rolling restarts (three handovers each) a

@@ -20,6 +20,8 @@ type kubeLab struct {
 	kc     *lab.KubeCluster
 	client *lab.Host
 	hosts  []*lab.Host
+	router *lab.Host // BGP mode
+	vipDev string    // where our pod binds the VIP: eth0 (L2) or lo (BGP)
 }
 
 // kubeVIP is the control plane's endpoint in the kubeadm lab.
@@ -50,33 +52,84 @@ func ourImage(t testing.TB) string {
 	return tarball
 }
 
-// newKubeLab builds n kubeadm nodes (192.0.2.11…) and a client; nothing of
-// kubeadm runs yet.
+// newKubeLab builds n kubeadm nodes (192.0.2.11…) and a client on one
+// switch (L2 mode); nothing of kubeadm runs yet.
 func newKubeLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
 	t.Helper()
-	bin := kubeBinaries(t)
-	img := ourImage(t)
-	l, err := lab.New(t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Close)
-	k := &kubeLab{Lab: l}
+	k := &kubeLab{Lab: newLab(t), vipDev: "eth0"}
 	for i := range n {
-		h, err := l.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24), netip.Prefix{}, true)
+		h, err := k.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24), netip.Prefix{}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		k.hosts = append(k.hosts, h)
 	}
-	if k.client, err = l.AddHost("cl", mustPrefix("192.0.2.2/24"), netip.Prefix{}, false); err != nil {
+	var err error
+	if k.client, err = k.AddHost("cl", mustPrefix("192.0.2.2/24"), netip.Prefix{}, false); err != nil {
 		t.Fatal(err)
 	}
+	k.startNodes(t, opts)
+	return k
+}
+
+// newKubeBGPLab builds n kubeadm nodes (198.51.100.11…) and a router
+// (198.51.100.1, FRR not started yet) on one switch, and a client behind the
+// router (203.0.113.130, beside the service range): the VIP is reached only
+// through the routes the nodes announce.
+func newKubeBGPLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
+	t.Helper()
+	k := &kubeLab{Lab: newLab(t), vipDev: "lo"}
+	var err error
+	if k.router, err = k.AddHost("r", netip.PrefixFrom(routerV4, 24), netip.Prefix{}, false); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		h, err := k.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(nodeV4(i), 24), netip.Prefix{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.DefaultRoute(routerV4, netip.Addr{}); err != nil {
+			t.Fatal(err)
+		}
+		k.hosts = append(k.hosts, h)
+	}
+	if k.client, err = k.AddBareHost("cl"); err != nil {
+		t.Fatal(err)
+	}
+	rAddr, clAddr := netip.MustParsePrefix("203.0.113.129/25"), netip.MustParsePrefix("203.0.113.130/25")
+	if err := k.Link(k.router, "eth1", []netip.Prefix{rAddr}, k.client, "eth0", []netip.Prefix{clAddr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.client.DefaultRoute(rAddr.Addr(), netip.Addr{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.router.Router(); err != nil {
+		t.Fatal(err)
+	}
+	k.startNodes(t, opts)
+	return k
+}
+
+func newLab(t testing.TB) *lab.Lab {
+	l, err := lab.New(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// startNodes makes the hosts kubeadm nodes with our image imported.
+func (k *kubeLab) startNodes(t testing.TB, opts lab.KubeOptions) {
+	t.Helper()
+	bin := kubeBinaries(t)
+	img := ourImage(t)
 	start := time.Now()
-	if k.kc, err = lab.NewKubeCluster(l, bin, k.hosts, kubeVIP, opts, img); err != nil {
+	var err error
+	if k.kc, err = lab.NewKubeCluster(k.Lab, bin, k.hosts, kubeVIP, opts, img); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kubeadm lab: %d nodes with containerd, kubelet loop and images in %s", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("kubeadm lab: %d nodes with containerd, kubelet loop and images in %s", len(k.hosts), time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range k.kc.Nodes {
@@ -85,7 +138,6 @@ func newKubeLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
 			}
 		}
 	})
-	return k
 }
 
 // writeOurPod runs `novaedge-cpvip manifest pod ARGS > MANIFEST` on node i,
@@ -105,12 +157,12 @@ func (k *kubeLab) podLog(n *lab.KubeNode, pod string) string {
 	return out
 }
 
-// holders lists the nodes whose eth0 holds the VIP.
+// holders lists the nodes that hold the VIP (eth0 in L2 mode, lo in BGP).
 func (k *kubeLab) holders(t testing.TB) []int {
 	t.Helper()
 	var out []int
 	for i, n := range k.kc.Nodes {
-		if _, ok, err := n.Has(vip4); err != nil {
+		if _, ok, err := n.HasOn(k.vipDev, vip4); err != nil {
 			t.Logf("%s: %v", n.Name, err)
 		} else if ok {
 			out = append(out, i)
@@ -136,4 +188,4 @@ func (k *kubeLab) waitHolder(t testing.TB, d time.Duration) int {
 
 // ourPodArgs are the `manifest pod` flags of the L2 tests: the VIP, and
 // our defaults otherwise.
-var ourPodArgs = []string{"--vip-address", vip4.String()}
+func ourPodArgs(int) []string { return []string{"--vip-address", vip4.String()} }

@@ -49,7 +49,7 @@ func (k *kubeLab) monitorBinding(t testing.TB) *bindMonitor {
 	m := &bindMonitor{firstLive: map[int]time.Time{}, bound: map[int]bool{}}
 	m.end = every(t, 50*time.Millisecond, func(now time.Time) {
 		for i, n := range k.kc.Nodes {
-			_, bound, _ := n.Has(vip4)
+			_, bound, _ := n.HasOn(k.vipDev, vip4)
 			live := k.kc.APIServerLive(i)
 			m.mu.Lock()
 			if live && m.firstLive[i].IsZero() {
@@ -97,22 +97,14 @@ func TestKubeadmL2(t *testing.T) {
 	}
 	t.Run("certs renew and apiserver restart", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
-		if out, err := k.kc.Nodes[h].Run("kubeadm", "certs", "renew", "all"); err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		k.event(t, probe, hm, "holder's apiserver restarted by the kubelet after kubeadm certs renew (manifest out and back, no shutdown delay)", func() {
-			if err := k.kc.MoveManifest(h, "kube-apiserver", true); err != nil {
-				t.Fatal(err)
-			}
-			if err := lab.Eventually(time.Minute, func() error {
-				if k.kc.APIServerLive(h) {
-					return errors.New("still live")
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			if err := k.kc.MoveManifest(h, "kube-apiserver", false); err != nil {
+		k.renewAndRestart(t, probe, hm, h, "holder's apiserver restarted by the kubelet after kubeadm certs renew (manifest out and back, no shutdown delay)", steady(h))
+	})
+	t.Run("kubeadm upgrade apply to the same version", func(t *testing.T) {
+		h := k.waitHolder(t, time.Minute)
+		k.event(t, probe, hm, "kubeadm upgrade apply "+lab.KubeVersion+" (the running version) on the holder", func() {
+			out, err := k.kc.Nodes[h].Run("kubeadm", "upgrade", "apply", lab.KubeVersion, "--yes")
+			t.Logf("kubeadm upgrade apply, last lines:\n%s", tail(out, 15))
+			if err != nil {
 				t.Fatal(err)
 			}
 		}, steady(h))
@@ -163,6 +155,18 @@ func TestKubeadmL2(t *testing.T) {
 			return steady(h)()
 		})
 	})
+	t.Run("apiserver restart with shutdown-delay-duration", func(t *testing.T) {
+		for i := range k.kc.Nodes { // as after editing apiServer.extraArgs, node by node
+			if err := k.kc.SetAPIServerFlag(i, "shutdown-delay-duration", "5s"); err != nil {
+				t.Fatal(err)
+			}
+			if err := lab.Eventually(3*time.Minute, k.apiServerRestarted(i, steady(i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := k.waitHolder(t, time.Minute)
+		k.renewAndRestart(t, probe, hm, h, "holder's apiserver restarted by the kubelet after kubeadm certs renew, shutdown-delay-duration 5s", steady(h))
+	})
 	t.Run("holder powered off and on", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		n := k.kc.Nodes[h]
@@ -171,7 +175,7 @@ func TestKubeadmL2(t *testing.T) {
 				t.Fatal(err)
 			}
 			n.PowerOff()
-			if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", "eth0"); err != nil {
+			if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
 				t.Logf("VIP already gone from the powered-off node: %v", err)
 			}
 		}, func() error {
@@ -202,12 +206,58 @@ func TestKubeadmL2(t *testing.T) {
 	}
 }
 
+// renewAndRestart runs `kubeadm certs renew all` on node h and restarts its
+// apiserver as the kubeadm docs say (manifest out of the directory until
+// the pod is gone, then back) as one measured event.
+func (k *kubeLab) renewAndRestart(t *testing.T, probe *lab.Process, hm *holderMonitor, h int, name string, steady func() error) {
+	t.Helper()
+	if out, err := k.kc.Nodes[h].Run("kubeadm", "certs", "renew", "all"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	k.event(t, probe, hm, name, func() {
+		if err := k.restartAPIServerPod(h); err != nil {
+			t.Fatal(err)
+		}
+	}, steady)
+}
+
+// restartAPIServerPod moves node h's apiserver manifest out of the
+// manifests directory, waits until the apiserver is down and moves it back.
+func (k *kubeLab) restartAPIServerPod(h int) error {
+	if err := k.kc.MoveManifest(h, "kube-apiserver", true); err != nil {
+		return err
+	}
+	if err := lab.Eventually(time.Minute, func() error {
+		if k.kc.APIServerLive(h) {
+			return errors.New("still live")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return k.kc.MoveManifest(h, "kube-apiserver", false)
+}
+
+// apiServerRestarted is a condition: node i's apiserver has been down since
+// the condition was made and then steady again.
+func (k *kubeLab) apiServerRestarted(i int, steady func() error) func() error {
+	wasDown := false
+	return func() error {
+		if !wasDown {
+			if wasDown = !k.kc.APIServerLive(i); !wasDown {
+				return fmt.Errorf("%s's apiserver not restarted yet", k.kc.Nodes[i].Name)
+			}
+		}
+		return steady()
+	}
+}
+
 // bootstrap writes our pod on n1, runs kubeadm init there and joins the
 // other nodes, each with our pod first, and checks the result through the
 // VIP.
-func (k *kubeLab) bootstrap(t *testing.T, podArgs []string) {
+func (k *kubeLab) bootstrap(t testing.TB, podArgs func(node int) []string) initTimeline {
 	t.Helper()
-	k.writeOurPod(t, 0, podArgs...)
+	k.writeOurPod(t, 0, podArgs(0)...)
 	mon := k.monitorBinding(t)
 	start := time.Now()
 	init, err := k.kc.Init(0)
@@ -221,14 +271,15 @@ func (k *kubeLab) bootstrap(t *testing.T, podArgs []string) {
 	pod := k.podLogTime(t, 0, "novaedge-cpvip", "Starting control-plane VIP manager")
 	bound := k.podLogTime(t, 0, "novaedge-cpvip", "Control-plane VIP bound")
 	k.podLogTime(t, 0, "novaedge-cpvip", "Verifying the API server's certificate")
-	first := firstLineTime(init, "[upload-config]")
 	mon.mu.Lock()
-	t.Logf("FIGURE kubeadm init timeline: our pod running +%s, apiserver live +%s, VIP bound +%s, kubeadm's first call through the VIP +%s, init done %s",
-		pod.Sub(start).Round(time.Millisecond), mon.firstLive[0].Sub(start).Round(time.Millisecond),
-		bound.Sub(start).Round(time.Millisecond), first.Sub(start).Round(time.Millisecond), initDone.Round(time.Millisecond))
+	tl := initTimeline{pod: pod.Sub(start), live: mon.firstLive[0].Sub(start), bound: bound.Sub(start),
+		firstCall: firstLineTime(init, "[upload-config]").Sub(start), done: initDone}
 	mon.mu.Unlock()
+	t.Logf("FIGURE kubeadm init timeline: our pod running +%s, apiserver live +%s, VIP bound +%s, kubeadm's first call through the VIP +%s, init done %s",
+		tl.pod.Round(time.Millisecond), tl.live.Round(time.Millisecond), tl.bound.Round(time.Millisecond),
+		tl.firstCall.Round(time.Millisecond), tl.done.Round(time.Millisecond))
 	for i := 1; i < len(k.kc.Nodes); i++ {
-		k.writeOurPod(t, i, podArgs...)
+		k.writeOurPod(t, i, podArgs(i)...)
 		js := time.Now()
 		join, err := k.kc.Join(i)
 		if err != nil {
@@ -262,11 +313,17 @@ func (k *kubeLab) bootstrap(t *testing.T, podArgs []string) {
 	for _, v := range mon.violations {
 		t.Error(v)
 	}
+	return tl
+}
+
+// initTimeline is how long after kubeadm init started each step was done.
+type initTimeline struct {
+	pod, live, bound, firstCall, done time.Duration
 }
 
 // event runs what on the cluster, waits up to 3 minutes for settled, then 2 s
-// more, and logs the failed requests, the longest gap and the double
-// holding in that window as a FIGURE.
+// more, and logs the failed requests, the longest gap and (L2, hm not nil)
+// the double holding in that window as a FIGURE.
 func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, name string, what func(), settled func() error) {
 	t.Helper()
 	from := time.Now()
@@ -278,8 +335,12 @@ func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, nam
 	to := time.Now()
 	ss := lab.Samples(probe)
 	ok, failed, firstErr := lab.RequestCounts(ss, from, to)
-	t.Logf("FIGURE kubeadm %s: %d failed of %d, outage %s, two holders %s (%s)", name, failed, ok+failed,
-		lab.FailedSpan(ss, from, to).Round(time.Millisecond), hm.double(from, to), firstErr)
+	double := ""
+	if hm != nil {
+		double = fmt.Sprintf(", two holders %s", hm.double(from, to))
+	}
+	t.Logf("FIGURE kubeadm %s: %d failed of %d, outage %s%s (%s)", name, failed, ok+failed,
+		lab.FailedSpan(ss, from, to).Round(time.Millisecond), double, firstErr)
 	t.Logf("requests: %s", lab.RequestRuns(ss, from, to))
 }
 

@@ -23,8 +23,11 @@ type Addr struct {
 }
 
 // Addrs lists the addresses of the host's eth0.
-func (h *Host) Addrs() ([]Addr, error) {
-	out, err := h.Exec("ip", "-j", "addr", "show", "dev", "eth0")
+func (h *Host) Addrs() ([]Addr, error) { return h.AddrsOf("eth0") }
+
+// AddrsOf lists the addresses of one of the host's interfaces.
+func (h *Host) AddrsOf(dev string) ([]Addr, error) {
+	out, err := h.Exec("ip", "-j", "addr", "show", "dev", dev)
 	if err != nil && strings.Contains(err.Error(), "does not exist") {
 		return nil, nil // no interface, no address
 	}
@@ -57,8 +60,11 @@ func (h *Host) Addrs() ([]Addr, error) {
 }
 
 // Has reports whether eth0 holds p (and returns its details).
-func (h *Host) Has(p netip.Prefix) (Addr, bool, error) {
-	addrs, err := h.Addrs()
+func (h *Host) Has(p netip.Prefix) (Addr, bool, error) { return h.HasOn("eth0", p) }
+
+// HasOn reports whether interface dev holds p (and returns its details).
+func (h *Host) HasOn(dev string, p netip.Prefix) (Addr, bool, error) {
+	addrs, err := h.AddrsOf(dev)
 	for _, a := range addrs {
 		if a.Prefix == p {
 			return a, true, err

@@ -35,11 +35,14 @@ type KubeOptions struct {
 	// ShutdownDelay is the apiservers' --shutdown-delay-duration (kubeadm
 	// sets none: 0).
 	ShutdownDelay time.Duration
+	// CertSANs are extra names and addresses in the apiservers' serving
+	// certificates (a second VIP to compare with).
+	CertSANs []string
 }
 
-// ServiceSubnet is the cluster's service range: a documentation range,
-// nothing is routed to it.
-const ServiceSubnet = "203.0.113.0/24"
+// ServiceSubnet is the cluster's service range: half of a documentation
+// range, nothing is routed to it (the BGP lab's client is in the other half).
+const ServiceSubnet = "203.0.113.0/25"
 
 // NewKubeCluster turns hosts into kubeadm nodes: namespaces, containerd,
 // the kubelet loop, the control-plane images and extra (our image) imported.
@@ -100,6 +103,9 @@ func (c *KubeCluster) InitConfig(n *KubeNode) string {
 	apiArgs := ""
 	if c.Opts.ShutdownDelay > 0 {
 		apiArgs = fmt.Sprintf("  extraArgs:\n  - name: shutdown-delay-duration\n    value: %s\n", c.Opts.ShutdownDelay)
+	}
+	if len(c.Opts.CertSANs) > 0 {
+		apiArgs += "  certSANs:\n  - " + strings.Join(c.Opts.CertSANs, "\n  - ") + "\n"
 	}
 	return fmt.Sprintf(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
@@ -231,13 +237,14 @@ func (c *KubeCluster) Client(h *Host, args ...string) (string, error) {
 }
 
 // StartProbe starts the client tool's probe on h through the VIP with
-// admin.conf for d (every interval a fresh TCP+TLS connection, one request).
-func (c *KubeCluster) StartProbe(h *Host, d, every time.Duration) (*Process, error) {
+// admin.conf for d (every interval a fresh TCP+TLS connection, one request);
+// extra flags go to the tool (-server https://OTHER:6443).
+func (c *KubeCluster) StartProbe(h *Host, d, every time.Duration, extra ...string) (*Process, error) {
 	conf, err := c.AdminConf()
 	if err != nil {
 		return nil, err
 	}
-	return h.StartQuiet("kclient", nil, c.Bin.Client, "probe", "-kubeconfig", conf, "-for", d.String(), "-every", every.String())
+	return h.StartQuiet("kclient", nil, append([]string{c.Bin.Client, "probe", "-kubeconfig", conf, "-for", d.String(), "-every", every.String()}, extra...)...)
 }
 
 // Manifest is the path of a static pod manifest inside a node.
@@ -252,6 +259,30 @@ func (c *KubeCluster) MoveManifest(i int, name string, out bool) error {
 		from, to = to, from
 	}
 	_, err := c.Nodes[i].Run("mv", from, to)
+	return err
+}
+
+// SetAPIServerFlag adds --name=value to node i's kube-apiserver manifest (as
+// `kubeadm upgrade node phase control-plane` does after the
+// ClusterConfiguration's apiServer.extraArgs changed); the kubelet restarts
+// the pod. The file is replaced whole, never seen half written.
+func (c *KubeCluster) SetAPIServerFlag(i int, name, value string) error {
+	n, path := c.Nodes[i], Manifest("kube-apiserver")
+	b, err := n.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	const cmd = "    - kube-apiserver\n"
+	s := string(b)
+	if !strings.Contains(s, cmd) {
+		return fmt.Errorf("%s on %s: no line %q", path, n.Name, strings.TrimSpace(cmd))
+	}
+	s = strings.Replace(s, cmd, cmd+"    - --"+name+"="+value+"\n", 1)
+	tmp := "/etc/kubernetes/kube-apiserver.yaml.new"
+	if err := n.WriteFile(tmp, []byte(s), 0o600); err != nil {
+		return err
+	}
+	_, err = n.Run("mv", tmp, path)
 	return err
 }
 

@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// bgpPodArgs are the `manifest pod` flags of node i in the kubeadm BGP
+// test: BGP mode with BFD, AS 65002 to the router's AS 65001, the node's
+// address as router id; our defaults otherwise.
+func bgpPodArgs(i int) []string {
+	return []string{"--mode", "bgp", "--vip-address", vip4.String(), "--bgp-local-as", "65002",
+		"--bgp-router-id", nodeV4(i).String(), "--bgp-peers", routerV4.String() + "@65001", "--bfd"}
+}
+
+// routedVia is a condition: the router's kernel route to the VIP has
+// exactly the nodes want (indexes) as ECMP next hops.
+func (k *kubeLab) routedVia(want ...int) func() error {
+	var hops []netip.Addr
+	for _, i := range want {
+		hops = append(hops, k.kc.Nodes[i].IPv4.Addr())
+	}
+	slices.SortFunc(hops, netip.Addr.Compare)
+	return func() error {
+		got, err := k.router.KernelNextHops(vip4)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, hops) {
+			return fmt.Errorf("router's route to %s via %v, want %v", vip4, got, hops)
+		}
+		return nil
+	}
+}
+
+// TestKubeadmBGP is TestKubeadmL2 in BGP mode: an FRR router (ECMP, BFD
+// 300 ms x 3 as ours by default) peers with every node's static pod; the
+// client reaches the VIP only through the router. kubeadm init and the
+// joins go through the VIP as in L2 mode; then one node's apiserver is
+// restarted by the kubelet without and with shutdown-delay-duration, our
+// container is SIGKILLed, and a node is powered off and on, with the client
+// counting failed requests.
+func TestKubeadmBGP(t *testing.T) {
+	k := newKubeBGPLab(t, 3, lab.KubeOptions{})
+	var nodes []netip.Addr
+	all := make([]int, len(k.hosts))
+	for i, h := range k.hosts {
+		nodes, all[i] = append(nodes, h.IPv4.Addr()), i
+	}
+	frr, err := k.router.StartFRR(lab.FRRConfig{BGP: lab.BGPRouterConfig(routerV4, 65002, nodes, "", true), BFD: lab.BFDRouterConfig(300, 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.bootstrap(t, bgpPodArgs)
+	if err := lab.Eventually(time.Minute, k.routedVia(all...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.Eventually(time.Minute, func() error {
+		peers, err := frr.BFDPeers()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if peers[n.String()].Status != "up" {
+				return fmt.Errorf("router's BFD sessions: %+v", peers)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := k.kc.StartProbe(k.client, 20*time.Minute, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.FirstOK(probe, time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	steady := func(i int) func() error { // node i's apiserver serves again and every node is a next hop
+		return func() error {
+			if !k.kc.APIServerLive(i) {
+				return fmt.Errorf("%s's apiserver not live", k.kc.Nodes[i].Name)
+			}
+			return k.routedVia(all...)()
+		}
+	}
+	t.Run("certs renew and apiserver restart", func(t *testing.T) {
+		k.renewAndRestart(t, probe, nil, 0, "BGP: n1's apiserver restarted by the kubelet after kubeadm certs renew (no shutdown delay)", steady(0))
+	})
+	t.Run("apiserver restart with shutdown-delay-duration", func(t *testing.T) {
+		if err := k.kc.SetAPIServerFlag(0, "shutdown-delay-duration", "5s"); err != nil {
+			t.Fatal(err)
+		}
+		if err := lab.Eventually(3*time.Minute, k.apiServerRestarted(0, steady(0))); err != nil {
+			t.Fatal(err)
+		}
+		k.renewAndRestart(t, probe, nil, 0, "BGP: n1's apiserver restarted by the kubelet after kubeadm certs renew, shutdown-delay-duration 5s", steady(0))
+	})
+	t.Run("our container SIGKILLed", func(t *testing.T) {
+		n := k.kc.Nodes[1]
+		old := n.PIDsOf("novaedge-cpvip")
+		k.event(t, probe, nil, "BGP: our container SIGKILLed on n2, restarted by the kubelet", func() {
+			for _, pid := range old {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}, func() error {
+			if now := n.PIDsOf("novaedge-cpvip"); len(now) == 0 || slices.Equal(now, old) {
+				return errors.New("not restarted yet")
+			}
+			return steady(1)()
+		})
+	})
+	t.Run("node powered off and on", func(t *testing.T) {
+		n := k.kc.Nodes[2]
+		k.event(t, probe, nil, "BGP: n3 powered off (every process killed, link down, kernel state lost)", func() {
+			if err := n.SetSwitchPort(false); err != nil {
+				t.Fatal(err)
+			}
+			n.PowerOff()
+			if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
+				t.Logf("VIP already gone from the powered-off node: %v", err)
+			}
+		}, k.routedVia(0, 1))
+		k.event(t, probe, nil, "BGP: n3 powered on again (kubelet starts the static pods)", func() {
+			if err := n.SetSwitchPort(true); err != nil {
+				t.Fatal(err)
+			}
+			if err := n.PowerOn(k.kc.Bin); err != nil {
+				t.Fatal(err)
+			}
+		}, steady(2))
+	})
+}
