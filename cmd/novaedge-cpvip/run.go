@@ -158,7 +158,11 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	}
 	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
 		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
-	elector, err := buildVRRP(cfg, ifname, log)
+	resume, err := rec.AllBound()
+	if err != nil {
+		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
+	}
+	elector, err := buildVRRP(cfg, ifname, resume, log)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and
 // runs one election over them, so one node holds every VIP.
-func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elector, error) {
+func buildVRRP(cfg *config.Config, ifname string, resume bool, log *slog.Logger) (*vrrp.Elector, error) {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -186,7 +190,7 @@ func buildVRRP(cfg *config.Config, ifname string, log *slog.Logger) (*vrrp.Elect
 		conns = append(conns, conn)
 	}
 	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval,
-		Preempt: cfg.Preempt}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
+		Preempt: cfg.Preempt, Resume: resume}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
 	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
 }
 

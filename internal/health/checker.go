@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -38,6 +39,7 @@ type Config struct {
 type Result struct {
 	OK       bool
 	Draining bool   // the apiserver has begun a graceful shutdown (OK is false)
+	Refused  bool   // nothing listens on the apiserver's port (OK is false)
 	Status   int    // HTTP status, 0 when no answer
 	Reason   string // why it failed; empty when OK
 	Duration time.Duration
@@ -151,7 +153,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
 		}
-		return Result{Reason: reason, Duration: d}
+		return Result{Reason: reason, Duration: d, Refused: errors.Is(err, syscall.ECONNREFUSED)}
 	}
 	ok, reason := classify(status, tok.present)
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
@@ -204,7 +206,9 @@ func (c *Checker) logTokenError(err error) {
 // The first check starts at once. After a failed check the next ones come
 // every FastInterval until the thresholds decide; and a check runs at once
 // when the apiserver closes the kept connection (its process died or is
-// shutting down). A check that outlasts the interval delays the next one:
+// shutting down). A refused connection decides at once, without the fail
+// threshold: nothing listens on the port, which a slow or failing answer
+// cannot tell. A check that outlasts the interval delays the next one:
 // never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 	for {
@@ -240,9 +244,12 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	prev := c.thr.state
 	var state State
 	var changed bool
-	if r.Draining {
+	switch {
+	case r.Draining:
 		state, changed = c.thr.drain()
-	} else {
+	case r.Refused:
+		state, changed = c.thr.refused()
+	default:
 		state, changed = c.thr.observe(r.OK)
 	}
 	c.mu.Lock()

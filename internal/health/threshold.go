@@ -62,3 +62,13 @@ func (t *thresholds) drain() (State, bool) {
 	t.state = Draining
 	return Draining, changed
 }
+
+// refused records a check whose connection was refused: no process listens
+// on the apiserver's port (stopped, killed, not started yet), which is
+// certain, unlike a slow or failing answer: Unhealthy at once.
+func (t *thresholds) refused() (State, bool) {
+	t.failRun, t.okRun = max(t.failRun+1, t.fail), 0
+	changed := t.state != Unhealthy
+	t.state = Unhealthy
+	return Unhealthy, changed
+}

@@ -115,6 +115,21 @@ func (r *Reconciler) count(changes []Change) []Change {
 	return changes
 }
 
+// AllBound reports whether every owned VIP is on the interface exactly as
+// configured now (at start: left there by an earlier run).
+func (r *Reconciler) AllBound() (bool, error) {
+	actual, err := r.addrs.List()
+	if err != nil {
+		return false, err
+	}
+	for _, vip := range r.owned {
+		if present := matching(actual, vip.Addr()); len(present) != 1 || present[0] != vip {
+			return false, nil
+		}
+	}
+	return len(r.owned) > 0, nil
+}
+
 // Held reports whether this node holds vip (installed and present at the last step).
 func (r *Reconciler) Held(vip netip.Prefix) bool {
 	r.mu.Lock()

@@ -34,6 +34,12 @@ type Config struct {
 	VRID     uint8
 	Interval time.Duration
 	Preempt  bool
+	// Resume: every VIP was bound on the interface at start, left by an
+	// earlier run that was killed. They stay until the first health
+	// verdict: healthy resumes as master at once (Machine.Resume), anything
+	// else — unhealthy, another master heard, no verdict within
+	// resumeWait — removes them as a fresh start does.
+	Resume bool
 }
 
 // Status is a snapshot of an instance for /status and metrics.
@@ -89,6 +95,11 @@ const reannounceAgain = 100 * time.Millisecond
 // more, after which no backup will take over.
 func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 
+// resumeWait is how long VIPs found bound at start wait for the first
+// health verdict: a master down interval, after which a backup would have
+// taken over.
+func (i *Instance) resumeWait() time.Duration { return 3 * i.cfg.Interval }
+
 // handoverGrace is how long a resigned master keeps the VIP after the new
 // master's first advertisement, for that master's gratuitous ARP / NA to
 // reach the neighbours.
@@ -136,8 +147,23 @@ type packet struct {
 // VIP on becoming master and decide(vip, false) on leaving it. On return it
 // has resigned: a master sent priority 0. It closes the transports.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	// Not master yet, so the VIPs must not be here (a killed earlier run may have left them).
-	i.decideAll(decide, false)
+	resuming := i.cfg.Resume
+	if resuming {
+		i.log.Info("VIP found bound at start (an earlier run was killed): keeping it until the first health check decides", "at_most", i.resumeWait())
+	} else {
+		// Not master yet, so the VIPs must not be here.
+		i.decideAll(decide, false)
+	}
+	resume := time.NewTimer(i.resumeWait())
+	defer resume.Stop()
+	endResume := func(why string) {
+		if resuming {
+			resuming = false
+			resume.Stop()
+			i.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
+			i.decideAll(decide, false)
+		}
+	}
 	for k := range i.conns {
 		p := i.waitPrimary(ctx, i.conns[k])
 		i.primaries[k].Store(&p)
@@ -168,6 +194,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		select {
 		case <-refresh.C:
 			i.refresh()
+		case <-resume.C:
+			endResume("no health verdict in time")
 		case <-again.C:
 			if i.m.State() == Master {
 				i.decideAll(decide, true)
@@ -200,6 +228,15 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			// once — instead of vanishing into a SYN retransmission a
 			// second later.
 			resign := p == 0 && i.m.State() == Master
+			if resuming && p > FailOpenPriority {
+				resuming = false
+				resume.Stop()
+				i.setStatus(func(s *Status) { s.Priority = p })
+				i.m.SetPriority(p, time.Now())
+				i.apply(i.m.Resume(time.Now()), decide)
+				break
+			}
+			endResume("the apiserver is not healthy")
 			i.applyKeeping(i.setPriority(p), decide, resign)
 			if resign {
 				i.handingOver, heard = true, false
@@ -210,6 +247,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 				handover.Reset(i.handoverWait()) // then say whether a healthy node took it
 			}
 		case p := <-packets:
+			if p.adv.Priority > 0 {
+				endResume("another master announces itself: " + p.src.String())
+			}
 			if p.adv.Priority > 0 && i.handingOver && !heard { // only a master advertises
 				// Its gratuitous ARP / NA follows its advertisement by a
 				// moment: a SYN sent in between must still find the VIP

@@ -99,8 +99,24 @@ func TestPriorityZero(t *testing.T) {
 	b := NewMachine(params(100, "192.0.2.11"))
 	b.SetCandidate(true, t0)
 	b.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), t0)
-	if want := 156 * time.Second / 256; b.Deadline() != t0.Add(want) {
-		t.Errorf("backup hearing priority 0 waits skew time: %s, want %s", b.Deadline().Sub(t0), want)
+	if want := 156 * HandoverScale / 256; b.Deadline() != t0.Add(want) {
+		t.Errorf("backup hearing priority 0 waits the handover skew: %s, want %s", b.Deadline().Sub(t0), want)
+	}
+	// At an interval shorter than HandoverScale, the RFC's skew time.
+	fast := params(100, "192.0.2.11")
+	fast.Interval = 50 * time.Millisecond
+	f := NewMachine(fast)
+	f.SetCandidate(true, t0)
+	f.Receive(adv(0, 5), netip.MustParseAddr("192.0.2.12"), t0)
+	if want := 156 * 50 * time.Millisecond / 256; f.Deadline() != t0.Add(want) {
+		t.Errorf("at 50 ms adverts, backup hearing priority 0 waits %s, want %s", f.Deadline().Sub(t0), want)
+	}
+	// A backup of higher priority takes over first.
+	hi := NewMachine(params(200, "192.0.2.13"))
+	hi.SetCandidate(true, t0)
+	hi.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), t0)
+	if !hi.Deadline().Before(b.Deadline()) {
+		t.Errorf("priority 200 takes over at %s, not before priority 100 at %s", hi.Deadline().Sub(t0), b.Deadline().Sub(t0))
 	}
 }
 
@@ -225,7 +241,7 @@ func TestSimulatedElectionKeepsOneMaster(t *testing.T) {
 // backup takes it within its skew time, with or without Preempt, both when
 // it hears the fail-open master and when it becomes healthy itself.
 func TestFailOpen(t *testing.T) {
-	skew := 156 * time.Second / 256 // priority 100, 1 s adverts
+	skew := 156 * HandoverScale / 256 // priority 100, 1 s adverts: the handover skew
 	master := masterAt(t, params(100, "192.0.2.11"))
 	now := master.Deadline()
 	if acts := master.SetPriority(FailOpenPriority, now); master.State() != Master || len(acts) != 1 || !acts[0].Send || acts[0].Priority != FailOpenPriority {
@@ -248,7 +264,7 @@ func TestFailOpen(t *testing.T) {
 		later := now.Add(10 * time.Second)
 		backup.SetPriority(100, later) // this one is healthy again
 		if backup.Deadline() != later.Add(skew) {
-			t.Errorf("preempt %v: healthy backup takes over after %s, want the skew time %s", preempt, backup.Deadline().Sub(later), skew)
+			t.Errorf("preempt %v: healthy backup takes over after %s, want the handover skew %s", preempt, backup.Deadline().Sub(later), skew)
 		}
 		// The next fail-open advertisement does not push the takeover back.
 		backup.Receive(adv(FailOpenPriority, 100), netip.MustParseAddr("192.0.2.11"), later.Add(skew/2))
