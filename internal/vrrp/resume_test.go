@@ -35,9 +35,11 @@ func TestResumeKeepsVIPWhenHealthy(t *testing.T) {
 // within the master down interval.
 func TestResumeGivesUp(t *testing.T) {
 	for name, do := range map[string]func(*Instance, *fakeTransport){
-		"unhealthy":      func(i *Instance, _ *fakeTransport) { i.SetPriority(0, "connection refused") },
-		"another master": func(_ *Instance, tr *fakeTransport) { tr.in <- fakeRx{adv: adv(100, 100), src: netip.MustParseAddr("192.0.2.12")} },
-		"no verdict":     func(*Instance, *fakeTransport) {},
+		"unhealthy": func(i *Instance, _ *fakeTransport) { i.SetPriority(0, "connection refused") },
+		"another master": func(_ *Instance, tr *fakeTransport) {
+			tr.in <- fakeRx{adv: adv(100, 100), src: netip.MustParseAddr("192.0.2.12")}
+		},
+		"no verdict": func(*Instance, *fakeTransport) {},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
