@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -205,7 +206,7 @@ func TestKubeadmL2(t *testing.T) {
 	// A resigning master keeps the VIP 100 ms after its successor's first
 	// advertisement (make before break, docs/vrrp.md): the sampler sees
 	// that as a sample or two; anything longer is a second holder.
-	if d := hm.double(time.Time{}, time.Now()); d > 500*time.Millisecond {
+	if d := hm.double(vip4, time.Time{}, time.Now()); d > 500*time.Millisecond {
 		t.Errorf("two nodes held the VIP at once for %s in all", d)
 	}
 }
@@ -215,14 +216,22 @@ func TestKubeadmL2(t *testing.T) {
 // the pod is gone, then back) as one measured event.
 func (k *kubeLab) renewAndRestart(t *testing.T, probe *lab.Process, hm *holderMonitor, h int, name string, steady func() error) {
 	t.Helper()
-	if out, err := k.kc.Nodes[h].Run("kubeadm", "certs", "renew", "all"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
+	if err := k.renewCerts(h); err != nil {
+		t.Fatal(err)
 	}
 	k.event(t, probe, hm, name, func() {
 		if err := k.restartAPIServerPod(h); err != nil {
 			t.Fatal(err)
 		}
 	}, steady)
+}
+
+// renewCerts runs `kubeadm certs renew all` on node h.
+func (k *kubeLab) renewCerts(h int) error {
+	if out, err := k.kc.Nodes[h].Run("kubeadm", "certs", "renew", "all"); err != nil {
+		return fmt.Errorf("kubeadm certs renew all on %s: %w\n%s", k.kc.Nodes[h].Name, err, out)
+	}
+	return nil
 }
 
 // restartAPIServerPod moves node h's apiserver manifest out of the
@@ -341,7 +350,7 @@ func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, nam
 	ok, failed, firstErr := lab.RequestCounts(ss, from, to)
 	double := ""
 	if hm != nil {
-		double = fmt.Sprintf(", two holders %s", hm.double(from, to).Round(time.Millisecond))
+		double = fmt.Sprintf(", two holders %s", hm.double(vip4, from, to).Round(time.Millisecond))
 	}
 	t.Logf("FIGURE kubeadm %s: %d failed of %d, outage %s%s (%s)", name, failed, ok+failed,
 		lab.FailedSpan(ss, from, to).Round(time.Millisecond), double, firstErr)
@@ -378,7 +387,7 @@ func firstLineTime(p *lab.Process, part string) time.Time {
 	return p.LineTime(i)
 }
 
-// holderMonitor samples every 100 ms which nodes hold the VIP.
+// holderMonitor samples every 100 ms which nodes hold each of its VIPs.
 type holderMonitor struct {
 	mu      sync.Mutex
 	samples []holderSample
@@ -386,13 +395,29 @@ type holderMonitor struct {
 
 type holderSample struct {
 	at time.Time
-	n  int
+	n  map[netip.Prefix]int // how many nodes hold each VIP
 }
 
-func (k *kubeLab) monitorHolders(t testing.TB) *holderMonitor {
+// monitorHolders samples the VIPs (vip4 if none given) on every node: one
+// look at each node's interface per sample, whatever the number of VIPs.
+func (k *kubeLab) monitorHolders(t testing.TB, vips ...netip.Prefix) *holderMonitor {
+	if len(vips) == 0 {
+		vips = []netip.Prefix{vip4}
+	}
 	hm := &holderMonitor{}
 	every(t, 100*time.Millisecond, func(now time.Time) {
-		n := len(k.holders(t))
+		n := map[netip.Prefix]int{}
+		for _, node := range k.kc.Nodes {
+			addrs, err := node.AddrsOf(k.vipDev)
+			if err != nil {
+				continue
+			}
+			for _, a := range addrs {
+				if slices.Contains(vips, a.Prefix) {
+					n[a.Prefix]++
+				}
+			}
+		}
 		hm.mu.Lock()
 		hm.samples = append(hm.samples, holderSample{now, n})
 		hm.mu.Unlock()
@@ -400,15 +425,15 @@ func (k *kubeLab) monitorHolders(t testing.TB) *holderMonitor {
 	return hm
 }
 
-// double is how long two or more nodes held the VIP in [from, to), summed
-// over the samples (each stands for the time to the next).
-func (hm *holderMonitor) double(from, to time.Time) time.Duration {
+// double is how long two or more nodes held vip in [from, to), summed over
+// the samples (each stands for the time to the next).
+func (hm *holderMonitor) double(vip netip.Prefix, from, to time.Time) time.Duration {
 	hm.mu.Lock()
 	defer hm.mu.Unlock()
 	var d time.Duration
 	for i := 0; i+1 < len(hm.samples); i++ {
 		s := hm.samples[i]
-		if s.n > 1 && !s.at.Before(from) && s.at.Before(to) {
+		if s.n[vip] > 1 && !s.at.Before(from) && s.at.Before(to) {
 			d += hm.samples[i+1].at.Sub(s.at)
 		}
 	}

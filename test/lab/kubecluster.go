@@ -38,6 +38,11 @@ type KubeOptions struct {
 	// CertSANs are extra names and addresses in the apiservers' serving
 	// certificates (a second VIP to compare with).
 	CertSANs []string
+	// MaxRestartPeriod, when set, caps the kubelet's crash-loop back-off
+	// (KubeletCrashLoopBackOffMax, alpha in v1.34): a container killed
+	// again and again restarts as soon as the first time, so benchmark
+	// trials that kill one are alike.
+	MaxRestartPeriod time.Duration
 }
 
 // ServiceSubnet is the cluster's service range: half of a documentation
@@ -100,6 +105,10 @@ func (c *KubeCluster) nodeRegistration(n *KubeNode) string {
 // the lab does not build, and nothing here needs them), etcd at the
 // version the lab builds, and a kubelet fit for three on one host.
 func (c *KubeCluster) InitConfig(n *KubeNode) string {
+	kubelet := ""
+	if c.Opts.MaxRestartPeriod > 0 {
+		kubelet = fmt.Sprintf("featureGates:\n  KubeletCrashLoopBackOffMax: true\ncrashLoopBackOff:\n  maxContainerRestartPeriod: %s\n", c.Opts.MaxRestartPeriod)
+	}
 	apiArgs := ""
 	if c.Opts.ShutdownDelay > 0 {
 		apiArgs = fmt.Sprintf("  extraArgs:\n  - name: shutdown-delay-duration\n    value: %s\n", c.Opts.ShutdownDelay)
@@ -145,7 +154,7 @@ evictionHard:
   nodefs.available: "0%%"
   nodefs.inodesFree: "0%%"
   imagefs.available: "0%%"
-`, c.token, c.certKey, n.IPv4.Addr(), c.nodeRegistration(n), KubeVersion, c.Endpoint, ServiceSubnet, apiArgs, EtcdTag)
+%s`, c.token, c.certKey, n.IPv4.Addr(), c.nodeRegistration(n), KubeVersion, c.Endpoint, ServiceSubnet, apiArgs, EtcdTag, kubelet)
 }
 
 // JoinConfig is the kubeadm configuration `kubeadm join --control-plane`
