@@ -108,9 +108,10 @@ func TestKubeadmL2(t *testing.T) {
 			// none): those two are the only checks ignored.
 			out, err := k.kc.Nodes[h].Run("kubeadm", "upgrade", "apply", lab.KubeVersion, "--yes",
 				"--ignore-preflight-errors=CoreDNSUnsupportedPlugins,CoreDNSMigration")
-			t.Logf("kubeadm upgrade apply, last lines:\n%s", tail(out, 15))
+			t.Logf("kubeadm upgrade apply, last lines:\n%s", tail(out, 30))
 			if err != nil {
-				t.Fatal(err)
+				pods, _ := k.kc.Client(k.client, "pods", "-ns", "kube-system", "-timeout", "5s")
+				t.Fatalf("%v\nkube-system pods:\n%s", err, pods)
 			}
 		}, steady(h))
 	})

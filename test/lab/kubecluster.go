@@ -66,12 +66,15 @@ func NewKubeCluster(l *Lab, bin KubeBinaries, hosts []*Host, endpoint netip.Addr
 	if c.adminDir, err = l.daemonDir("kubeadmin", "root"); err != nil {
 		return nil, err
 	}
-	for _, h := range hosts {
+	for i, h := range hosts {
 		n, err := l.AddKubeNode(h, etcHosts.String())
 		if err != nil {
 			return nil, err
 		}
 		c.Nodes = append(c.Nodes, n)
+		if err := n.WriteFile("/etc/cni/net.d/10-lab.conflist", []byte(cniConfig(i)), 0o644); err != nil {
+			return nil, err
+		}
 		if err := n.StartServices(bin); err != nil {
 			return nil, fmt.Errorf("node %s: %w", h.Name, err)
 		}

@@ -28,7 +28,21 @@ state = "/run/containerd"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
 `
+
+// cniConfig is node i's pod network: Debian's bridge plugin with IPv6
+// addresses of its own documentation /64, nothing routed between nodes.
+// The lab runs no pod that talks to another; the network is there so the
+// kubelet reports the node Ready, as a CNI would (kubeadm upgrade's
+// preflight wants Ready nodes and runs a test Job).
+func cniConfig(i int) string {
+	return fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "lab", "plugins": [{"type": "bridge", "bridge": "cni0",
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "2001:db8:ffff:%x::/64"}]]}}]}
+`, i+1)
+}
 
 // ContainerdSocket is where each node's containerd listens, inside the node.
 const ContainerdSocket = "/run/containerd/containerd.sock"

@@ -21,6 +21,7 @@ declare -A want=(
   [runc]=runc
   [iptables]=iptables
   [ethtool]=ethtool
+  [/usr/lib/cni/bridge]=containernetworking-plugins
 )
 
 missing=()
