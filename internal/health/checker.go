@@ -39,7 +39,7 @@ type Config struct {
 type Result struct {
 	OK       bool
 	Draining bool   // the apiserver has begun a graceful shutdown (OK is false)
-	Refused  bool   // nothing listens on the apiserver's port (OK is false)
+	Refused  bool   // a new connection was refused or reset: no process serves the port (OK is false)
 	Status   int    // HTTP status, 0 when no answer
 	Reason   string // why it failed; empty when OK
 	Duration time.Duration
@@ -153,10 +153,22 @@ func (c *Checker) Check(ctx context.Context) Result {
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
 		}
-		return Result{Reason: reason, Duration: d, Refused: errors.Is(err, syscall.ECONNREFUSED)}
+		return Result{Reason: reason, Duration: d, Refused: refused(err)}
 	}
 	ok, reason := classify(status, tok.present)
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
+}
+
+// refused reports whether err says no process serves the port: the
+// connection was refused (nothing listens), or reset or closed before an
+// answer. probe.get's error always comes from a new connection (a kept one
+// that fails is replaced and asked again), and a live server never resets
+// one: a full accept queue drops SYNs, a slow server times out. A process
+// being killed keeps its listening socket while the kernel tears down its
+// memory, accepts into its backlog, and resets those connections when the
+// socket finally closes: that is a death, not a doubt.
+func refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // classify applies the health rule: with a token only 200 is healthy; with no

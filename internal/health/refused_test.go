@@ -45,3 +45,28 @@ func TestCheckRefused(t *testing.T) {
 		t.Fatalf("one refused check: %v, want unhealthy at once", tr.State)
 	}
 }
+
+// A listener that resets every connection (a process being killed: its
+// socket closes with connections in the backlog) is as certain as a
+// refusal.
+func TestCheckReset(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.(*net.TCPConn).SetLinger(0) // close with RST
+			c.Close()
+		}
+	}()
+	c := newDrainChecker(t, "https://"+l.Addr().String())
+	if r := c.Check(context.Background()); r.OK || !r.Refused {
+		t.Fatalf("reset connection: %+v", r)
+	}
+}
