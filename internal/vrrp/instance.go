@@ -156,6 +156,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	}
 	resume := time.NewTimer(i.resumeWait())
 	defer resume.Stop()
+	if !resuming {
+		resume.Stop()
+	}
 	endResume := func(why string) {
 		if resuming {
 			resuming = false

@@ -217,9 +217,11 @@ func TestKubeadmL2(t *testing.T) {
 	})
 	// A resigning master keeps the VIP 100 ms after its successor's first
 	// advertisement (make before break, docs/vrrp.md): the sampler sees
-	// that as a sample or two; anything longer is a second holder.
-	if d := hm.double(vip4, time.Time{}, time.Now()); d > 500*time.Millisecond {
-		t.Errorf("two nodes held the VIP at once for %s in all", d)
+	// that as a sample or two at a time; anything longer is a second holder.
+	t.Logf("FIGURE kubeadm L2 whole test: two holders %s in all, %s at most at a time",
+		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))
+	if d := hm.longest(vip4); d > 300*time.Millisecond {
+		t.Errorf("two nodes held the VIP at once for %s", d)
 	}
 }
 
@@ -435,6 +437,25 @@ func (k *kubeLab) monitorHolders(t testing.TB, vips ...netip.Prefix) *holderMoni
 		hm.mu.Unlock()
 	})
 	return hm
+}
+
+// longest is the longest time two or more nodes held vip without a break:
+// from the first sample that saw it to the first that did not.
+func (hm *holderMonitor) longest(vip netip.Prefix) time.Duration {
+	hm.mu.Lock()
+	defer hm.mu.Unlock()
+	var most time.Duration
+	start := -1
+	for i, s := range hm.samples {
+		switch {
+		case s.n[vip] > 1 && start < 0:
+			start = i
+		case s.n[vip] <= 1 && start >= 0:
+			most = max(most, s.at.Sub(hm.samples[start].at))
+			start = -1
+		}
+	}
+	return most
 }
 
 // double is how long two or more nodes held vip in [from, to), summed over
