@@ -348,14 +348,14 @@ type initTimeline struct {
 	pod, live, bound, firstCall, done time.Duration
 }
 
-// event runs what on the cluster, waits up to 3 minutes for settled, then 2 s
+// event runs what on the cluster, waits up to 6 minutes for settled, then 2 s
 // more, and logs the failed requests, the longest gap and (L2, hm not nil)
 // the double holding in that window as a FIGURE.
 func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, name string, what func(), settled func() error) {
 	t.Helper()
 	from := time.Now()
 	what()
-	if err := lab.Eventually(3*time.Minute, settled); err != nil {
+	if err := lab.Eventually(6*time.Minute, settled); err != nil { // a powered-on kubelet once took 2 min to start a static pod
 		t.Fatalf("%s: %v", name, err)
 	}
 	time.Sleep(2 * time.Second)
