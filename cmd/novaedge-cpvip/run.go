@@ -120,6 +120,7 @@ func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
 		TokenPath: cfg.SATokenPath, CAFiles: cfg.CAFiles(), ServerName: cfg.TLSServerName,
+		InsecureSkipVerify: cfg.InsecureSkipTLSVerify,
 	}, log.With("component", "health"), time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("health check: %w", err)

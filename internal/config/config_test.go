@@ -271,7 +271,7 @@ func TestFieldsComplete(t *testing.T) {
 	// The spec's table (38, of which INSECURE_SKIP_TLS_VERIFY is not built
 	// yet) plus the drain switch and the fast re-check interval that its
 	// health section asks for, and the fail-open switch.
-	if len(Fields()) != 40 {
+	if len(Fields()) != 41 {
 		t.Errorf("%d variables, want the spec's 37 + 3", len(Fields()))
 	}
 }

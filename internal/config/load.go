@@ -81,6 +81,9 @@ func loadGiven(fl *Flags) (*Config, map[string]string, []string, error) {
 	if err := c.Validate(); err != nil {
 		return nil, nil, warnings, err
 	}
+	if c.InsecureSkipTLSVerify {
+		warnings = append(warnings, "NOVAEDGE_CP_VIP_INSECURE_SKIP_TLS_VERIFY is on: the apiserver's certificate is not verified and the token goes to whatever listens on its port")
+	}
 	sort.Strings(warnings)
 	return &c, given, warnings, nil
 }

@@ -33,6 +33,9 @@ type Config struct {
 	// ServerName is the name verified in the apiserver's certificate;
 	// empty = the URL's host.
 	ServerName string
+	// InsecureSkipVerify verifies nothing, CA or not, and sends the token
+	// all the same. Off, the token goes only over a verified connection.
+	InsecureSkipVerify bool
 }
 
 // Result is the outcome of one check.
@@ -54,14 +57,17 @@ type Transition struct {
 // Checker probes the apiserver's /livez. Run it in one goroutine: it issues
 // one request at a time, so at most one is in flight.
 type Checker struct {
-	cfg     Config
-	probe   *probe   // asks its URL, /livez, unless told another
-	ready   *url.URL // nil: no drain detection
-	tokens  *tokenSource
-	ca      *caSource
-	log     *slog.Logger
-	thr     thresholds
-	lastErr string
+	cfg    Config
+	probe  *probe   // asks its URL, /livez, unless told another
+	ready  *url.URL // nil: no drain detection
+	tokens *tokenSource
+	ca     *caSource
+	// verified: the kept and next connections verify the apiserver
+	// against the cluster CA, so the token may go over them.
+	verified bool
+	log      *slog.Logger
+	thr      thresholds
+	lastErr  string
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -100,6 +106,9 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 			return nil, fmt.Errorf("readiness URL %q: not on the server of %q", cfg.ReadyURL, cfg.URL)
 		}
 	}
+	if cfg.InsecureSkipVerify {
+		log.Warn("TLS verification of the API server is off (INSECURE_SKIP_TLS_VERIFY): the token goes to whatever listens on its port", "url", cfg.URL)
+	}
 	return &Checker{
 		cfg:    cfg,
 		probe:  p,
@@ -124,9 +133,17 @@ var shutdownFailed = []byte("[-]shutdown failed")
 // other answer — readyz failing for etcd, informers — leaves the verdict to
 // /livez. So a healthy apiserver costs one request per check, as before.
 func (c *Checker) Check(ctx context.Context) Result {
-	c.useCA(c.ca.get())
+	if !c.cfg.InsecureSkipVerify {
+		c.useCA(c.ca.get())
+	}
 	tok := c.tokens.get()
 	c.logTokenError(tok.err)
+	// The token never goes over a connection whose certificate was not
+	// verified: anyone can listen on the port while the apiserver is down.
+	sendToken := c.verified || c.cfg.InsecureSkipVerify
+	if !sendToken {
+		tok = token{err: tok.err}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
@@ -193,11 +210,12 @@ func (c *Checker) useCA(st caState) {
 		return
 	}
 	c.probe.setRoots(st.Pool)
+	c.verified = st.Pool != nil
 	switch {
 	case st.Err != nil:
-		c.log.Error("Cannot use the cluster CA: checking the API server unverified", "error", st.Err.Error())
+		c.log.Error("Cannot use the cluster CA: checking the API server unverified and without the token", "error", st.Err.Error())
 	case st.Pool == nil:
-		c.log.Warn("No cluster CA yet: checking the API server unverified until one appears", "looked_for", c.cfg.CAFiles)
+		c.log.Warn("No cluster CA yet: checking the API server unverified and without the token until one appears", "looked_for", c.cfg.CAFiles)
 	default:
 		c.log.Info("Verifying the API server's certificate", "ca_file", st.Path, "server_name", c.probe.tls.ServerName)
 	}

@@ -181,7 +181,11 @@ func TestCheckAgainstServer(t *testing.T) {
 	if err := os.WriteFile(tokenPath, []byte("secret-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	withToken := newChecker(t, srv.URL+"/livez", tokenPath, "")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withToken := newChecker(t, srv.URL+"/livez", tokenPath, caFile)
 	api.status.Store(401)
 	if r := withToken.Check(ctx); r.OK {
 		t.Errorf("token, 401: %+v, want failure", r)
@@ -210,8 +214,62 @@ func TestCheckAgainstServer(t *testing.T) {
 	down := httptest.NewTLSServer(api)
 	url := down.URL
 	down.Close()
-	if r := newChecker(t, url+"/livez", tokenPath, "").Check(ctx); r.OK || r.Status != 0 {
+	if r := newChecker(t, url+"/livez", tokenPath, caFile).Check(ctx); r.OK || r.Status != 0 {
 		t.Errorf("refused: %+v", r)
+	}
+}
+
+// TestTokenNeverSentUnverified: with a token file but no CA to verify the
+// apiserver with (before bootstrap, or a listener squatting on the port),
+// the check sends no token and applies the rules of no token; a listener
+// whose certificate the CA does not verify gets no request at all; only
+// the explicit switch sends the token blind.
+func TestTokenNeverSentUnverified(t *testing.T) {
+	api := &apiserver{}
+	squatter := httptest.NewTLSServer(api) // self-signed, not the cluster CA's
+	t.Cleanup(squatter.Close)
+	dir := t.TempDir()
+	tokenPath := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenPath, []byte("secret-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	auths := func() []string { api.mu.Lock(); defer api.mu.Unlock(); return append([]string(nil), api.auth...) }
+
+	api.status.Store(401)
+	noCA := newChecker(t, squatter.URL+"/livez", tokenPath, filepath.Join(dir, "absent-ca.crt"))
+	if r := noCA.Check(ctx); !r.OK {
+		t.Errorf("no CA yet, 401: %+v, want healthy by the rules of no token", r)
+	}
+	if a := auths(); len(a) != 1 || a[0] != "" {
+		t.Errorf("no CA yet: Authorization headers %q, want none", a)
+	}
+
+	// A CA that exists but did not sign the squatter's certificate.
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: selfSigned(t).Certificate[0]}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api.status.Store(200)
+	verifying := newChecker(t, squatter.URL+"/livez", tokenPath, caFile)
+	if r := verifying.Check(ctx); r.OK {
+		t.Errorf("squatter with a certificate the CA does not verify: %+v, want a failure", r)
+	}
+	if a := auths(); len(a) != 1 {
+		t.Errorf("the squatter got %d requests, want none beyond the first", len(a)-1)
+	}
+
+	insecure, err := New(Config{URL: squatter.URL + "/livez", Interval: 10 * time.Millisecond, Timeout: 200 * time.Millisecond,
+		FailThreshold: 2, RiseThreshold: 1, TokenPath: tokenPath, CAFiles: []string{caFile}, InsecureSkipVerify: true},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := insecure.Check(ctx); !r.OK {
+		t.Errorf("insecure: %+v", r)
+	}
+	if a := auths(); a[len(a)-1] != "Bearer secret-token" {
+		t.Errorf("insecure: Authorization %q, want the token", a[len(a)-1])
 	}
 }
 
