@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,7 +107,13 @@ func TestHealthRulesAndToken(t *testing.T) {
 	if err := os.WriteFile(l.tokenPath, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p = l.start(t)
+	// The token goes only over a verified connection: the stand-in's
+	// certificate is the CA, its name localhost.
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := l.api.WriteCert(caFile); err != nil {
+		t.Fatal(err)
+	}
+	p = l.start(t, "NOVAEDGE_CP_VIP_CA_FILE="+caFile, "NOVAEDGE_CP_VIP_TLS_SERVER_NAME=localhost")
 	waitLine(t, p, 0, "API server health changed", "state=unhealthy", "status 401 with a bearer token")
 	if _, held, _ := l.node.Has(vip4); held {
 		t.Fatal("VIP held although 401 with a token is a failure")
@@ -263,4 +270,58 @@ func TestLinkDownUpRestoresBothVIPs(t *testing.T) {
 	if who, err := l.client.Whoami(mustAddr("2001:db8::100"), 6443, 5*time.Second); err != nil || who != "n1" {
 		t.Errorf("client via IPv6 VIP after link up: %q %v", who, err)
 	}
+}
+
+// TestTokenNeverReachesAnUnverifiedListener: the stand-in apiserver plays a
+// process squatting on the apiserver's port with a self-signed
+// certificate, and a token file is present. With no cluster CA yet, the
+// checks reach it without the token (and 200 counts, by the rules of no
+// token); once a CA exists that did not sign its certificate, no request
+// reaches it at all and the node is never healthy.
+func TestTokenNeverReachesAnUnverifiedListener(t *testing.T) {
+	l := newL2Lab(t)
+	const token = "e2e-squatter-must-not-see-this"
+	if err := os.WriteFile(l.tokenPath, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	p := l.start(t, "NOVAEDGE_CP_VIP_CA_FILE="+caFile, "NOVAEDGE_CP_VIP_TLS_SERVER_NAME=localhost")
+	waitLine(t, p, 0, "No cluster CA yet: checking the API server unverified and without the token")
+	l.waitVIP(t, vip4, true, 10*time.Second) // 200 without a token: pre-bootstrap rules
+	for _, a := range l.api.Authorizations() {
+		if a != "" {
+			t.Fatalf("the unverified listener got Authorization %q", a)
+		}
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Wait(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// A CA that did not sign the squatter's certificate: another stand-in's.
+	other, err := l.client.StartAPIServer(6443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.WriteCert(caFile); err != nil {
+		t.Fatal(err)
+	}
+	seen := len(l.api.Authorizations())
+	p = l.start(t, "NOVAEDGE_CP_VIP_CA_FILE="+caFile, "NOVAEDGE_CP_VIP_TLS_SERVER_NAME=localhost")
+	waitLine(t, p, 0, "Verifying the API server's certificate")
+	waitLine(t, p, 0, "API server health changed", "state=unhealthy", "certificate")
+	time.Sleep(2 * time.Second)
+	if n := len(l.api.Authorizations()); n != seen {
+		t.Errorf("%d requests reached the listener the CA does not verify", n-seen)
+	}
+	if _, held, _ := l.node.Has(vip4); held {
+		t.Error("VIP held although the apiserver's certificate is not verified")
+	}
+	if strings.Contains(p.Output(), token) {
+		t.Error("the token appears in the daemon's log")
+	}
+	t.Logf("FIGURE squatter with a self-signed certificate: requests with the token it received: 0 (no CA yet: %d requests without it; CA present: none reached it)", seen)
 }

@@ -60,6 +60,8 @@ func newRealClusterOf(t testing.TB, n int, vips []netip.Addr, opts lab.APIServer
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The token goes only over a connection the cluster CA verified.
+	c.extra = append(c.extra, "NOVAEDGE_CP_VIP_CA_FILE="+cp.PKI.CAFile)
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i := range c.nodes {

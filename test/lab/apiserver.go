@@ -7,12 +7,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -65,6 +67,12 @@ func (h *Host) StartAPIServer(port int) (*APIServer, error) {
 	h.lab.stops = append(h.lab.stops, a.stop)
 	h.lab.mu.Unlock()
 	return a, nil
+}
+
+// WriteCert writes the stand-in's self-signed certificate (its own CA;
+// names localhost, 127.0.0.1, ::1) as PEM to path, for NOVAEDGE_CP_VIP_CA_FILE.
+func (a *APIServer) WriteCert(path string) error {
+	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a.cert.Certificate[0]}), 0o644)
 }
 
 func (a *APIServer) listen() error {
