@@ -257,6 +257,16 @@ func TestUnknownEnvWarns(t *testing.T) {
 	}
 }
 
+func TestInsecureSkipTLSVerifyWarns(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("NOVAEDGE_CP_VIP_ADDRESS", "192.0.2.100/32")
+	t.Setenv("NOVAEDGE_CP_VIP_INSECURE_SKIP_TLS_VERIFY", "true")
+	c, warns, err := Load(nil)
+	if err != nil || !c.InsecureSkipTLSVerify || len(warns) != 1 || !strings.Contains(warns[0], "token goes to whatever listens") {
+		t.Errorf("warnings %v, err %v", warns, err)
+	}
+}
+
 func TestFieldsComplete(t *testing.T) {
 	seenEnv, seenFlag := map[string]bool{}, map[string]bool{}
 	for _, f := range Fields() {
@@ -268,11 +278,10 @@ func TestFieldsComplete(t *testing.T) {
 		}
 		seenEnv[f.Env], seenFlag[f.Flag] = true, true
 	}
-	// The spec's table (38, of which INSECURE_SKIP_TLS_VERIFY is not built
-	// yet) plus the drain switch and the fast re-check interval that its
+	// The spec's table (38) plus the drain switch and the fast re-check interval that its
 	// health section asks for, and the fail-open switch.
 	if len(Fields()) != 41 {
-		t.Errorf("%d variables, want the spec's 37 + 3", len(Fields()))
+		t.Errorf("%d variables, want the spec's 38 + 3", len(Fields()))
 	}
 }
 
