@@ -210,8 +210,21 @@ func (c *Config) validateBFD() error {
 		return errorf("BFDAuthKey", c.BFDAuthKey, "must be 1-20 bytes for SHA1 authentication")
 	case c.BFDEnabled && c.Mode != ModeBGP:
 		return errorf("BFDEnabled", c.BFDEnabled, "BFD runs with BGP peers: set NOVAEDGE_CP_VIP_MODE=bgp")
+	case c.BFDEnabled && c.multihopPeer().IsValid():
+		return errorf("BFDEnabled", c.BFDEnabled, "BFD here is single hop (RFC 5881: sent and accepted only with TTL 255), which a multihop BGP peer (%s) never passes: peer directly (NOVAEDGE_BGP_MULTIHOP=0, no multihop= option) or turn BFD off", c.multihopPeer())
 	}
 	return nil
+}
+
+// multihopPeer returns a BGP peer reached over more than one hop (its own
+// multihop option or NOVAEDGE_BGP_MULTIHOP), or the zero address.
+func (c *Config) multihopPeer() netip.Addr {
+	for _, p := range c.BGPPeerList() {
+		if p.Multihop > 0 || c.BGPMultihop > 0 {
+			return p.Address
+		}
+	}
+	return netip.Addr{}
 }
 
 func bfdInterval(d time.Duration) bool {
