@@ -57,17 +57,14 @@ type Transition struct {
 // Checker probes the apiserver's /livez. Run it in one goroutine: it issues
 // one request at a time, so at most one is in flight.
 type Checker struct {
-	cfg    Config
-	probe  *probe   // asks its URL, /livez, unless told another
-	ready  *url.URL // nil: no drain detection
-	tokens *tokenSource
-	ca     *caSource
-	// verified: the kept and next connections verify the apiserver
-	// against the cluster CA, so the token may go over them.
-	verified bool
-	log      *slog.Logger
-	thr      thresholds
-	lastErr  string
+	cfg     Config
+	probe   *probe   // asks its URL, /livez, unless told another
+	ready   *url.URL // nil: no drain detection
+	tokens  *tokenSource
+	ca      *caSource
+	log     *slog.Logger
+	thr     thresholds
+	lastErr string
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -140,7 +137,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	c.logTokenError(tok.err)
 	// The token never goes over a connection whose certificate was not
 	// verified: anyone can listen on the port while the apiserver is down.
-	sendToken := c.verified || c.cfg.InsecureSkipVerify
+	sendToken := c.probe.verifies() || c.cfg.InsecureSkipVerify
 	if !sendToken {
 		tok = token{err: tok.err}
 	}
@@ -210,7 +207,6 @@ func (c *Checker) useCA(st caState) {
 		return
 	}
 	c.probe.setRoots(st.Pool)
-	c.verified = st.Pool != nil
 	switch {
 	case st.Err != nil:
 		c.log.Error("Cannot use the cluster CA: checking the API server unverified and without the token", "error", st.Err.Error())
@@ -236,9 +232,9 @@ func (c *Checker) logTokenError(err error) {
 // The first check starts at once. After a failed check the next ones come
 // every FastInterval until the thresholds decide; and a check runs at once
 // when the apiserver closes the kept connection (its process died or is
-// shutting down). A refused connection decides at once, without the fail
-// threshold: nothing listens on the port, which a slow or failing answer
-// cannot tell. A check that outlasts the interval delays the next one:
+// shutting down). A new connection refused or reset decides at once,
+// without the fail threshold: no process serves the port, which a slow or
+// failing answer cannot tell. A check that outlasts the interval delays the next one:
 // never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 	for {

@@ -62,6 +62,10 @@ func (p *probe) setRoots(pool *x509.CertPool) {
 	p.close()
 }
 
+// verifies reports whether the probe's connections verify the server
+// against a CA (setRoots gave it one).
+func (p *probe) verifies() bool { return !p.tls.InsecureSkipVerify }
+
 // get sends GET u (a URL of the probe's server) with the headers and returns
 // the answer's status; the body's first maxBody bytes stay in p.body until
 // the next request. A kept connection the server has closed meanwhile is

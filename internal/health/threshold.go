@@ -63,9 +63,9 @@ func (t *thresholds) drain() (State, bool) {
 	return Draining, changed
 }
 
-// refused records a check whose connection was refused: no process listens
-// on the apiserver's port (stopped, killed, not started yet), which is
-// certain, unlike a slow or failing answer: Unhealthy at once.
+// refused records a check whose new connection was refused or reset: no
+// process serves the apiserver's port (stopped, killed, not started yet),
+// which is certain, unlike a slow or failing answer: Unhealthy at once.
 func (t *thresholds) refused() (State, bool) {
 	t.failRun, t.okRun = max(t.failRun+1, t.fail), 0
 	changed := t.state != Unhealthy

@@ -95,11 +95,6 @@ const reannounceAgain = 100 * time.Millisecond
 // more, after which no backup will take over.
 func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 
-// resumeWait is how long VIPs found bound at start wait for the first
-// health verdict: a master down interval, after which a backup would have
-// taken over.
-func (i *Instance) resumeWait() time.Duration { return 3 * i.cfg.Interval }
-
 // handoverGrace is how long a resigned master keeps the VIP after the new
 // master's first advertisement, for that master's gratuitous ARP / NA to
 // reach the neighbours.
@@ -147,26 +142,8 @@ type packet struct {
 // VIP on becoming master and decide(vip, false) on leaving it. On return it
 // has resigned: a master sent priority 0. It closes the transports.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	resuming := i.cfg.Resume
-	if resuming {
-		i.log.Info("VIP found bound at start (an earlier run was killed): keeping it until the first health check decides", "at_most", i.resumeWait())
-	} else {
-		// Not master yet, so the VIPs must not be here.
-		i.decideAll(decide, false)
-	}
-	resume := time.NewTimer(i.resumeWait())
-	defer resume.Stop()
-	if !resuming {
-		resume.Stop()
-	}
-	endResume := func(why string) {
-		if resuming {
-			resuming = false
-			resume.Stop()
-			i.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
-			i.decideAll(decide, false)
-		}
-	}
+	resume := i.startResume(decide)
+	defer resume.timer.Stop()
 	for k := range i.conns {
 		p := i.waitPrimary(ctx, i.conns[k])
 		i.primaries[k].Store(&p)
@@ -197,8 +174,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		select {
 		case <-refresh.C:
 			i.refresh()
-		case <-resume.C:
-			endResume("no health verdict in time")
+		case <-resume.timer.C:
+			i.endResume(resume, decide, "no health verdict in time")
 		case <-again.C:
 			if i.m.State() == Master {
 				i.decideAll(decide, true)
@@ -231,15 +208,12 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			// once — instead of vanishing into a SYN retransmission a
 			// second later.
 			resign := p == 0 && i.m.State() == Master
-			if resuming && p > FailOpenPriority {
-				resuming = false
-				resume.Stop()
-				i.setStatus(func(s *Status) { s.Priority = p })
-				i.m.SetPriority(p, time.Now())
-				i.apply(i.m.Resume(time.Now()), decide)
+			if resume.pending && p > FailOpenPriority {
+				resume.done()
+				i.apply(i.resumeAs(p), decide)
 				break
 			}
-			endResume("the apiserver is not healthy")
+			i.endResume(resume, decide, "the apiserver is not healthy")
 			i.applyKeeping(i.setPriority(p), decide, resign)
 			if resign {
 				i.handingOver, heard = true, false
@@ -251,7 +225,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			}
 		case p := <-packets:
 			if p.adv.Priority > 0 {
-				endResume("another master announces itself: " + p.src.String())
+				i.endResume(resume, decide, "another master announces itself: "+p.src.String())
 			}
 			if p.adv.Priority > 0 && i.handingOver && !heard { // only a master advertises
 				// Its gratuitous ARP / NA follows its advertisement by a

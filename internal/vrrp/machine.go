@@ -138,20 +138,20 @@ func (m *Machine) takeOverSoon(now time.Time) {
 	}
 }
 
-// HandoverScale is the interval the handover skew is computed from at most.
-const HandoverScale = 100 * time.Millisecond
+// handoverScale is the interval the handover skew is computed from at most.
+const handoverScale = 100 * time.Millisecond
 
 // handoverSkew is how long a backup waits before taking over from a master
 // that resigned (priority 0) or fell to the fail-open priority: the skew
 // time of RFC 5798, ((256 - Priority) x interval) / 256, computed from the
-// master's advertisement interval or HandoverScale, whichever is shorter.
+// master's advertisement interval or handoverScale, whichever is shorter.
 // The skew only orders backups of different priorities (higher first);
 // backups of equal priority time out together whatever its length, and
 // the higher primary address wins the contention (Receive). At a 1 s
 // interval the RFC's 0.6 s would be that long a gap for nothing: 61 ms at
 // priority 100, still about 0.4 ms per priority step.
 func (m *Machine) handoverSkew() time.Duration {
-	return time.Duration(256-int(m.p.Priority)) * min(m.masterAdverInt, HandoverScale) / 256
+	return time.Duration(256-int(m.p.Priority)) * min(m.masterAdverInt, handoverScale) / 256
 }
 
 // SetCandidate starts the machine (Initialize -> Backup, section 6.4.1) when

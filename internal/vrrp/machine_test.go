@@ -99,10 +99,10 @@ func TestPriorityZero(t *testing.T) {
 	b := NewMachine(params(100, "192.0.2.11"))
 	b.SetCandidate(true, t0)
 	b.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), t0)
-	if want := 156 * HandoverScale / 256; b.Deadline() != t0.Add(want) {
+	if want := 156 * handoverScale / 256; b.Deadline() != t0.Add(want) {
 		t.Errorf("backup hearing priority 0 waits the handover skew: %s, want %s", b.Deadline().Sub(t0), want)
 	}
-	// At an interval shorter than HandoverScale, the RFC's skew time.
+	// At an interval shorter than handoverScale, the RFC's skew time.
 	fast := params(100, "192.0.2.11")
 	fast.Interval = 50 * time.Millisecond
 	f := NewMachine(fast)
@@ -241,7 +241,7 @@ func TestSimulatedElectionKeepsOneMaster(t *testing.T) {
 // backup takes it within its skew time, with or without Preempt, both when
 // it hears the fail-open master and when it becomes healthy itself.
 func TestFailOpen(t *testing.T) {
-	skew := 156 * HandoverScale / 256 // priority 100, 1 s adverts: the handover skew
+	skew := 156 * handoverScale / 256 // priority 100, 1 s adverts: the handover skew
 	master := masterAt(t, params(100, "192.0.2.11"))
 	now := master.Deadline()
 	if acts := master.SetPriority(FailOpenPriority, now); master.State() != Master || len(acts) != 1 || !acts[0].Send || acts[0].Priority != FailOpenPriority {

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,8 +138,8 @@ func (k *kubeLab) kubeadmTrial(g *realGroup, groups []*realGroup, hm *holderMoni
 			if !k.kc.APIServerLive(i) {
 				return fmt.Errorf("%s's apiserver not live", n.Name)
 			}
-			if len(n.PIDsOf("novaedge-cpvip")) == 0 {
-				return fmt.Errorf("our pod not running on %s", n.Name)
+			if err := k.running(i, true)(); err != nil {
+				return err
 			}
 		}
 		for _, g := range groups {
@@ -171,20 +169,11 @@ func (k *kubeLab) renewAndRestartPod(h int) error {
 // killRestarted SIGKILLs the named process on node h and waits until the
 // kubelet has started a new one.
 func (k *kubeLab) killRestarted(h int, name string) error {
-	n := k.kc.Nodes[h]
-	old := n.PIDsOf(name)
-	if len(old) == 0 {
-		return fmt.Errorf("no %s on %s", name, n.Name)
+	restarted, err := k.kill(h, name)
+	if err != nil {
+		return err
 	}
-	for _, pid := range old {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	return lab.Eventually(2*time.Minute, func() error {
-		if now := n.PIDsOf(name); len(now) == 0 || slices.Equal(now, old) {
-			return errors.New(name + " not restarted yet")
-		}
-		return nil
-	})
+	return lab.Eventually(2*time.Minute, restarted)
 }
 
 // recordKubeadm records a fault's two rows (failed requests, outage) with

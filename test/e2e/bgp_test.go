@@ -121,19 +121,8 @@ func (b *bgpLab) start(t testing.TB, i int, extra ...string) *lab.Process {
 // waitHops waits until the router's FIB route to p has exactly want as next hops.
 func (b *bgpLab) waitHops(t testing.TB, p netip.Prefix, within time.Duration, want ...netip.Addr) time.Duration {
 	t.Helper()
-	slices.SortFunc(want, netip.Addr.Compare)
 	start := time.Now()
-	err := lab.Eventually(within, func() error {
-		got, err := b.router.KernelNextHops(p)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("router's kernel route to %s via %v, want %v", p, got, want)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := lab.Eventually(within, b.router.RoutedVia(p, want...)); err != nil {
 		t.Fatal(err)
 	}
 	return time.Since(start)

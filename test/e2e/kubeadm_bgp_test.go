@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,17 +24,7 @@ func (k *kubeLab) routedVia(want ...int) func() error {
 	for _, i := range want {
 		hops = append(hops, k.kc.Nodes[i].IPv4.Addr())
 	}
-	slices.SortFunc(hops, netip.Addr.Compare)
-	return func() error {
-		got, err := k.router.KernelNextHops(vip4)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, hops) {
-			return fmt.Errorf("router's route to %s via %v, want %v", vip4, got, hops)
-		}
-		return nil
-	}
+	return k.router.RoutedVia(vip4, hops...)
 }
 
 // TestKubeadmBGP is TestKubeadmL2 in BGP mode: an FRR router (ECMP, BFD
@@ -50,16 +37,16 @@ func (k *kubeLab) routedVia(want ...int) func() error {
 func TestKubeadmBGP(t *testing.T) {
 	k := newKubeBGPLab(t, 3, lab.KubeOptions{})
 	var nodes []netip.Addr
-	all := make([]int, len(k.hosts))
+	allNodes := make([]int, len(k.hosts))
 	for i, h := range k.hosts {
-		nodes, all[i] = append(nodes, h.IPv4.Addr()), i
+		nodes, allNodes[i] = append(nodes, h.IPv4.Addr()), i
 	}
 	frr, err := k.router.StartFRR(lab.FRRConfig{BGP: lab.BGPRouterConfig(routerV4, 65002, nodes, "", true), BFD: lab.BFDRouterConfig(300, 3)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	k.bootstrap(t, bgpPodArgs)
-	if err := lab.Eventually(time.Minute, k.routedVia(all...)); err != nil {
+	if err := lab.Eventually(time.Minute, k.routedVia(allNodes...)); err != nil {
 		t.Fatal(err)
 	}
 	if err := lab.Eventually(time.Minute, func() error {
@@ -88,7 +75,7 @@ func TestKubeadmBGP(t *testing.T) {
 			if !k.kc.APIServerLive(i) {
 				return fmt.Errorf("%s's apiserver not live", k.kc.Nodes[i].Name)
 			}
-			return k.routedVia(all...)()
+			return k.routedVia(allNodes...)()
 		}
 	}
 	t.Run("certs renew and apiserver restart", func(t *testing.T) {
@@ -104,37 +91,18 @@ func TestKubeadmBGP(t *testing.T) {
 		k.renewAndRestart(t, probe, nil, 0, "BGP: n1's apiserver restarted by the kubelet after kubeadm certs renew, shutdown-delay-duration 5s", steady(0))
 	})
 	t.Run("our container SIGKILLed", func(t *testing.T) {
-		n := k.kc.Nodes[1]
-		old := n.PIDsOf("novaedge-cpvip")
+		var restarted func() error
 		k.event(t, probe, nil, "BGP: our container SIGKILLed on n2, restarted by the kubelet", func() {
-			for _, pid := range old {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+			var err error
+			if restarted, err = k.kill(1, "novaedge-cpvip"); err != nil {
+				t.Fatal(err)
 			}
-		}, func() error {
-			if now := n.PIDsOf("novaedge-cpvip"); len(now) == 0 || slices.Equal(now, old) {
-				return errors.New("not restarted yet")
-			}
-			return steady(1)()
-		})
+		}, all(func() error { return restarted() }, steady(1)))
 	})
 	t.Run("node powered off and on", func(t *testing.T) {
-		n := k.kc.Nodes[2]
-		k.event(t, probe, nil, "BGP: n3 powered off (every process killed, link down, kernel state lost)", func() {
-			if err := n.SetSwitchPort(false); err != nil {
-				t.Fatal(err)
-			}
-			n.PowerOff()
-			if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
-				t.Logf("VIP already gone from the powered-off node: %v", err)
-			}
-		}, k.routedVia(0, 1))
-		k.event(t, probe, nil, "BGP: n3 powered on again (kubelet starts the static pods)", func() {
-			if err := n.SetSwitchPort(true); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.PowerOn(k.kc.Bin); err != nil {
-				t.Fatal(err)
-			}
-		}, steady(2))
+		k.event(t, probe, nil, "BGP: n3 powered off (every process killed, link down, kernel state lost)",
+			func() { k.powerOff(t, 2) }, k.routedVia(0, 1))
+		k.event(t, probe, nil, "BGP: n3 powered on again (kubelet starts the static pods)",
+			func() { k.powerOn(t, 2) }, steady(2))
 	})
 }

@@ -5,7 +5,9 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,3 +191,69 @@ func (k *kubeLab) waitHolder(t testing.TB, d time.Duration) int {
 // ourPodArgs are the `manifest pod` flags of the L2 tests: the VIP, and
 // our defaults otherwise.
 func ourPodArgs(int) []string { return []string{"--vip-address", vip4.String()} }
+
+// running is a condition: our pod's process runs on node i (want) or runs
+// no more (!want).
+func (k *kubeLab) running(i int, want bool) func() error {
+	return func() error {
+		if got := len(k.kc.Nodes[i].PIDsOf("novaedge-cpvip")) > 0; got != want {
+			return fmt.Errorf("our pod running on %s: %v, want %v", k.kc.Nodes[i].Name, got, want)
+		}
+		return nil
+	}
+}
+
+// heldElsewhere is a condition: exactly one node holds the VIP, not node h.
+func (k *kubeLab) heldElsewhere(t testing.TB, h int) func() error {
+	return func() error {
+		if hs := k.holders(t); len(hs) != 1 || hs[0] == h {
+			return fmt.Errorf("holders %v, want one other than %s", hs, k.kc.Nodes[h].Name)
+		}
+		return nil
+	}
+}
+
+// kill SIGKILLs the named process on node i, as an OOM kill does, and
+// returns a condition: the kubelet has started a new one.
+func (k *kubeLab) kill(i int, name string) (restarted func() error, err error) {
+	n := k.kc.Nodes[i]
+	old := n.PIDsOf(name)
+	if len(old) == 0 {
+		return nil, fmt.Errorf("no %s on %s", name, n.Name)
+	}
+	for _, pid := range old {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return func() error {
+		if now := n.PIDsOf(name); len(now) == 0 || slices.Equal(now, old) {
+			return fmt.Errorf("%s on %s not restarted yet", name, n.Name)
+		}
+		return nil
+	}, nil
+}
+
+// powerOff cuts node i's power: its switch port down, every process killed
+// at once, and the VIP gone from its interface (kernel state is lost; the
+// lab keeps the namespace).
+func (k *kubeLab) powerOff(t testing.TB, i int) {
+	n := k.kc.Nodes[i]
+	if err := n.SetSwitchPort(false); err != nil {
+		t.Fatal(err)
+	}
+	n.PowerOff()
+	if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
+		t.Logf("VIP already gone from the powered-off node: %v", err)
+	}
+}
+
+// powerOn boots node i again: switch port up, the node's services started
+// (the kubelet starts the static pods kubeadm left).
+func (k *kubeLab) powerOn(t testing.TB, i int) {
+	n := k.kc.Nodes[i]
+	if err := n.SetSwitchPort(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.PowerOn(k.kc.Bin); err != nil {
+		t.Fatal(err)
+	}
+}

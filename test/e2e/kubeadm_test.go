@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -121,45 +120,26 @@ func TestKubeadmL2(t *testing.T) {
 			if err := k.kc.MoveManifest(h, "novaedge-cpvip", true); err != nil {
 				t.Fatal(err)
 			}
-			if err := lab.Eventually(time.Minute, func() error {
-				if len(k.kc.Nodes[h].PIDsOf("novaedge-cpvip")) > 0 {
-					return errors.New("still running")
-				}
-				return nil
-			}); err != nil {
+			if err := lab.Eventually(time.Minute, k.running(h, false)); err != nil {
 				t.Fatal(err)
 			}
-		}, func() error {
-			if hs := k.holders(t); len(hs) != 1 || hs[0] == h {
-				return fmt.Errorf("holders %v", hs)
-			}
-			return nil
-		})
+		}, k.heldElsewhere(t, h))
 		if err := k.kc.MoveManifest(h, "novaedge-cpvip", false); err != nil {
 			t.Fatal(err)
 		}
-		if err := lab.Eventually(time.Minute, func() error {
-			if len(k.kc.Nodes[h].PIDsOf("novaedge-cpvip")) == 0 {
-				return errors.New("not running")
-			}
-			return nil
-		}); err != nil {
+		if err := lab.Eventually(time.Minute, k.running(h, true)); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("our container SIGKILLed", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
-		old := k.kc.Nodes[h].PIDsOf("novaedge-cpvip")
+		var restarted func() error
 		k.event(t, probe, hm, "our container SIGKILLed on the holder, restarted by the kubelet", func() {
-			for _, pid := range old {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+			var err error
+			if restarted, err = k.kill(h, "novaedge-cpvip"); err != nil {
+				t.Fatal(err)
 			}
-		}, func() error {
-			if now := k.kc.Nodes[h].PIDsOf("novaedge-cpvip"); len(now) == 0 || slices.Equal(now, old) {
-				return errors.New("not restarted yet")
-			}
-			return steady(h)()
-		})
+		}, all(func() error { return restarted() }, steady(h)))
 	})
 	t.Run("apiserver restart with shutdown-delay-duration", func(t *testing.T) {
 		// As after editing apiServer.extraArgs; an operator goes node by
@@ -172,13 +152,7 @@ func TestKubeadmL2(t *testing.T) {
 			}
 			restarted[i] = k.apiServerRestarted(i, steady(i))
 		}
-		if err := lab.Eventually(3*time.Minute, func() error {
-			var errs []error
-			for _, r := range restarted { // every one at every poll: each must see its own apiserver down
-				errs = append(errs, r())
-			}
-			return errors.Join(errs...)
-		}); err != nil {
+		if err := lab.Eventually(3*time.Minute, allPolled(restarted...)); err != nil {
 			t.Fatal(err)
 		}
 		h := k.waitHolder(t, time.Minute)
@@ -186,34 +160,10 @@ func TestKubeadmL2(t *testing.T) {
 	})
 	t.Run("holder powered off and on", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
-		n := k.kc.Nodes[h]
-		k.event(t, probe, hm, "holder powered off (every process killed, link down, kernel state lost)", func() {
-			if err := n.SetSwitchPort(false); err != nil {
-				t.Fatal(err)
-			}
-			n.PowerOff()
-			if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
-				t.Logf("VIP already gone from the powered-off node: %v", err)
-			}
-		}, func() error {
-			if hs := k.holders(t); len(hs) != 1 || hs[0] == h {
-				return fmt.Errorf("holders %v", hs)
-			}
-			return nil
-		})
-		k.event(t, probe, hm, "the node powered on again (kubelet starts the static pods)", func() {
-			if err := n.SetSwitchPort(true); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.PowerOn(k.kc.Bin); err != nil {
-				t.Fatal(err)
-			}
-		}, func() error {
-			if len(n.PIDsOf("novaedge-cpvip")) == 0 {
-				return errors.New("our pod not running yet")
-			}
-			return steady(h)()
-		})
+		k.event(t, probe, hm, "holder powered off (every process killed, link down, kernel state lost)",
+			func() { k.powerOff(t, h) }, k.heldElsewhere(t, h))
+		k.event(t, probe, hm, "the node powered on again (kubelet starts the static pods)",
+			func() { k.powerOn(t, h) }, all(k.running(h, true), steady(h)))
 	})
 	// A resigning master keeps the VIP 100 ms after its successor's first
 	// advertisement (make before break, docs/vrrp.md): the sampler sees
@@ -222,6 +172,31 @@ func TestKubeadmL2(t *testing.T) {
 		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))
 	if d := hm.longest(vip4); d > 300*time.Millisecond {
 		t.Errorf("two nodes held the VIP at once for %s", d)
+	}
+}
+
+// all is a condition that holds when each of conds does, asked in order
+// until one does not.
+func all(conds ...func() error) func() error {
+	return func() error {
+		for _, c := range conds {
+			if err := c(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// allPolled is all with each of conds asked at every poll (a condition
+// that must see a moment, as apiServerRestarted does, is never skipped).
+func allPolled(conds ...func() error) func() error {
+	return func() error {
+		var errs []error
+		for _, c := range conds {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
 	}
 }
 

@@ -164,6 +164,23 @@ func (h *Host) KernelNextHops(p netip.Prefix) ([]netip.Addr, error) {
 	return hops, nil
 }
 
+// RoutedVia is a condition for Eventually: the host's kernel route to p has
+// exactly want (any order) as next hops.
+func (h *Host) RoutedVia(p netip.Prefix, want ...netip.Addr) func() error {
+	want = slices.Clone(want)
+	slices.SortFunc(want, netip.Addr.Compare)
+	return func() error {
+		got, err := h.KernelNextHops(p)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s's kernel route to %s via %v, want %v", h.Name, p, got, want)
+		}
+		return nil
+	}
+}
+
 // Established returns the neighbours FRR's bgpd has in Established.
 func (f *FRR) Established() ([]netip.Addr, error) {
 	out, err := f.Vtysh("show bgp neighbors json")
