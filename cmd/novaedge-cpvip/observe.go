@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -55,7 +56,8 @@ func (d *daemon) snapshot() status.Snapshot {
 		for _, in := range d.vrrp.Statuses() {
 			s.FailOpen.Priority = in.Priority
 			s.VRRP = append(s.VRRP, status.VRRP{VIP: in.VIP.String(), State: in.State.String(), Master: addrString(in.Master.String()),
-				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason})
+				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason,
+				OtherGroups: otherGroups(in.Foreign)})
 			for r, n := range in.Drops {
 				drops[string(r)] += n
 			}
@@ -82,6 +84,14 @@ func (d *daemon) snapshot() status.Snapshot {
 		s.Drops["bfd"] = drops
 	}
 	return s
+}
+
+func otherGroups(fs []vrrp.Foreign) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, fmt.Sprintf("%s %v", f.Source, f.Addresses))
+	}
+	return out
 }
 
 func addrString(s string) string {

@@ -95,6 +95,11 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 		for _, v := range s.VRRP {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", v.VIP, v.State, v.Master, v.Sent, v.Received, ago(v.Since), v.Reason)
 		}
+		for _, v := range s.VRRP {
+			for _, g := range v.OtherGroups {
+				fmt.Fprintf(tw, "other group on our VRID\t%s\tignored: give each group its own VRID on the segment\n", g)
+			}
+		}
 	}
 	if len(s.BGPPeers) > 0 {
 		fmt.Fprintln(tw, "\nBGP PEER\tAS\tSTATE\tSINCE\tREASON")

@@ -61,3 +61,16 @@ func IfIndex(fd int, name string) (int, error) {
 	}
 	return int(ifr.Uint32()), nil
 }
+
+// IfFlags returns the interface flags of name (IFF_UP, IFF_RUNNING, ...)
+// by one SIOCGIFFLAGS ioctl on fd, any socket of the network namespace.
+func IfFlags(fd int, name string) (uint16, error) {
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return 0, err
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(ifr))); e != 0 {
+		return 0, e
+	}
+	return ifr.Uint16(), nil
+}

@@ -32,7 +32,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		journal:     journal,
 		vipHeld:     prometheus.NewDesc(ns+"_vip_held", "1 while this node holds the VIP.", []string{"vip"}, nil),
 		failOpen:    prometheus.NewDesc(ns+"_fail_open", "1 while this node keeps the VIP although its own check fails (fail open): L2, no node is healthy; BGP, its route is announced demoted.", nil, nil),
-		vrrpState:   prometheus.NewDesc(ns+"_vrrp_state", "VRRP state per VIP: 0 initialize, 1 backup, 2 master.", []string{"vip"}, nil),
+		vrrpState:   prometheus.NewDesc(ns+"_vrrp_state", "VRRP state per VIP: 0 initialize, 1 backup, 2 master, 3 fault (no carrier).", []string{"vip"}, nil),
 		bgpUp:       prometheus.NewDesc(ns+"_bgp_peer_up", "1 while the BGP session with the peer is established.", []string{"peer"}, nil),
 		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),
 		checks:      prometheus.NewDesc(ns+"_health_checks_total", "Apiserver health checks by result.", []string{"result"}, nil),
@@ -69,7 +69,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(m.failOpen, boolf(s.FailOpen.InForce))
 	for _, v := range s.VRRP {
-		gauge(m.vrrpState, float64(map[string]int{"backup": 1, "master": 2}[v.State]), v.VIP)
+		gauge(m.vrrpState, float64(map[string]int{"backup": 1, "master": 2, "fault": 3}[v.State]), v.VIP)
 	}
 	for _, p := range s.BGPPeers {
 		gauge(m.bgpUp, boolf(p.State == "established"), p.Address)

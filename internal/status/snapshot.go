@@ -55,6 +55,9 @@ type VRRP struct {
 	Received uint64    `json:"adverts_received"`
 	Since    time.Time `json:"since"`
 	Reason   string    `json:"reason,omitempty"`
+	// OtherGroups: routers heard on our VRID with another address list
+	// ("source addresses"): another group that picked the same VRID.
+	OtherGroups []string `json:"other_groups,omitempty"`
 }
 
 // BGPPeer is one BGP neighbour.

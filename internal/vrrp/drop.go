@@ -20,12 +20,15 @@ const (
 	DropVRID     Reason = "other_vrid" // another virtual router on the link
 	DropOwn      Reason = "own"        // our own advertisement
 	DropNotPeer  Reason = "not_peer"   // unicast mode: source is not a configured peer
+	// DropForeign: our VRID, another address list: another group on the
+	// segment that picked the same VRID, not part of our election.
+	DropForeign Reason = "other_group"
 )
 
 // Reasons lists every drop reason, for metrics.
 func Reasons() []Reason {
 	return []Reason{DropShort, DropVersion, DropType, DropLength, DropChecksum, DropInterval,
-		DropTTL, DropVRID, DropOwn, DropNotPeer}
+		DropTTL, DropVRID, DropOwn, DropNotPeer, DropForeign}
 }
 
 // Drops counts dropped packets by reason; safe for concurrent use.

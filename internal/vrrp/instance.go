@@ -19,6 +19,8 @@ type Transport interface {
 	// Refresh follows the interface if it was deleted and created again,
 	// and reports whether it did.
 	Refresh() (bool, error)
+	// Carrier reports whether the interface is up with carrier.
+	Carrier() (bool, error)
 	Close() error
 }
 
@@ -53,6 +55,7 @@ type Status struct {
 	Received   uint64
 	SendErrors uint64
 	Drops      map[Reason]uint64
+	Foreign    []Foreign // other groups heard on our VRID
 	Changed    time.Time
 	Reason     string
 }
@@ -66,6 +69,7 @@ type Instance struct {
 	m        *Machine
 	priority chan priority
 	drops    Drops
+	foreign  foreignGroups
 	sent     atomic.Uint64
 	received atomic.Uint64
 	sendErrs atomic.Uint64
@@ -130,6 +134,7 @@ func (i *Instance) Status() Status {
 	i.mu.Unlock()
 	s.Sent, s.Received, s.SendErrors = i.sent.Load(), i.received.Load(), i.sendErrs.Load()
 	s.Drops = i.drops.Snapshot()
+	s.Foreign = i.foreign.snapshot()
 	return s
 }
 
@@ -151,6 +156,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	primary := *i.primaries[0].Load()
 	i.m = NewMachine(Params{VRID: i.cfg.VRID, Interval: i.cfg.Interval, Preempt: i.cfg.Preempt, Primary: primary})
 	i.setStatus(func(s *Status) { s.Primary = primary })
+	i.checkCarrier(decide)
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -174,6 +180,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		select {
 		case <-refresh.C:
 			i.refresh()
+			i.checkCarrier(decide)
 		case <-resume.timer.C:
 			i.endResume(resume, decide, "no health verdict in time")
 		case <-again.C:
@@ -317,6 +324,9 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 		case src == *i.primaries[k].Load():
 			i.drops.Add(DropOwn)
 			continue
+		case !ours(a.Addresses, i.cfg.VIPs[k].Addr()):
+			i.dropForeign(a, src)
+			continue
 		}
 		i.received.Add(1)
 		if k > 0 {
@@ -327,6 +337,17 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 		case <-stop:
 			return
 		}
+	}
+}
+
+// dropForeign drops an advertisement of another group on our VRID, logging
+// its source once.
+func (i *Instance) dropForeign(a Advertisement, src netip.Addr) {
+	i.drops.Add(DropForeign)
+	if i.foreign.add(src, a.Addresses) {
+		i.log.Warn("Another VRRP group uses our VRID on this segment: its advertisements are ignored",
+			"vrid", a.VRID, "source", src, "addresses", a.Addresses, "priority", a.Priority,
+			"remedy", "give each group a VRID unused on the segment (NOVAEDGE_CP_VIP_VRID)")
 	}
 }
 
@@ -390,6 +411,24 @@ func (i *Instance) refresh() {
 			}
 			i.primaries[k].Store(&p)
 		}
+	}
+}
+
+// checkCarrier follows the interface's carrier: lost, the node leaves the
+// election and releases the VIP at once (Machine.SetCarrier).
+func (i *Instance) checkCarrier(decide func(netip.Prefix, bool)) {
+	up, err := i.conns[0].Carrier()
+	if err != nil {
+		i.log.Debug("VRRP interface carrier check failed", "error", err)
+		return
+	}
+	if acts := i.m.SetCarrier(up, time.Now()); len(acts) > 0 {
+		if up {
+			i.log.Info("Carrier back on the VRRP interface: rejoining the election as a backup")
+		} else {
+			i.log.Warn("No carrier on the VRRP interface: leaving the election, releasing the VIP")
+		}
+		i.apply(acts, decide)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,6 +19,7 @@ type fakeTransport struct {
 	in      chan fakeRx
 	closed  chan struct{}
 	once    sync.Once
+	down    atomic.Bool // no carrier
 
 	mu   sync.Mutex
 	sent []Advertisement
@@ -34,6 +36,7 @@ func newFakeTransport(primary netip.Addr) *fakeTransport {
 
 func (f *fakeTransport) Primary() (netip.Addr, error) { return f.primary, nil }
 func (f *fakeTransport) Refresh() (bool, error)       { return false, nil }
+func (f *fakeTransport) Carrier() (bool, error)       { return !f.down.Load(), nil }
 
 func (f *fakeTransport) Send(a *Advertisement, _ netip.Addr) error {
 	f.mu.Lock()

@@ -15,6 +15,9 @@ const (
 	Initialize State = iota
 	Backup
 	Master
+	// Fault: the interface has no carrier (or is down); the node takes no
+	// part in the election until it comes back, as keepalived's FAULT.
+	Fault
 )
 
 // String returns the state's name.
@@ -24,6 +27,8 @@ func (s State) String() string {
 		return "backup"
 	case Master:
 		return "master"
+	case Fault:
+		return "fault"
 	default:
 		return "initialize"
 	}
@@ -67,6 +72,8 @@ type Machine struct {
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
 	masterPriority uint8 // priority of the last advertisement a backup heard from its master
+	candidate      bool  // SetCandidate's last word
+	fault          bool  // no carrier: state Fault whatever candidate says
 }
 
 // NewMachine returns a machine in Initialize.
@@ -158,12 +165,38 @@ func (m *Machine) handoverSkew() time.Duration {
 // the node becomes a candidate, and resigns (Master: priority 0) or leaves
 // the election when it stops being one.
 func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
+	m.candidate = ok
 	switch {
+	case m.fault:
+		return nil // SetCarrier(true) starts it
 	case ok && m.state == Initialize:
 		m.masterAdverInt = m.p.Interval
 		return m.toBackup(now, "candidate: waiting for a master")
 	case !ok && m.state != Initialize:
 		return m.Shutdown(now, "no longer a candidate")
+	}
+	return nil
+}
+
+// SetCarrier says whether the interface has carrier. Without it the node
+// leaves the election at once, sending nothing (it could not): state Fault,
+// the VIP released. With it back, a candidate starts as a backup and takes
+// the VIP only by the usual rules, so it does not pull the VIP back from
+// an equal master that took over meanwhile.
+func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
+	switch {
+	case !up && !m.fault:
+		m.fault = true
+		m.state, m.deadline = Fault, time.Time{}
+		return []Action{{To: Fault, Changed: true, Reason: "no carrier on the interface"}}
+	case up && m.fault:
+		m.fault = false
+		if m.candidate {
+			m.masterAdverInt = m.p.Interval
+			return m.toBackup(now, "carrier back: waiting for a master")
+		}
+		m.state = Initialize
+		return []Action{{To: Initialize, Changed: true, Reason: "carrier back, not a candidate"}}
 	}
 	return nil
 }

@@ -1,0 +1,87 @@
+package vrrp
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestCarrierLossLeavesTheElection: a master without carrier goes to Fault
+// at once, sending nothing; with carrier back it is a backup that stays
+// one while an equal master (with a lower address: it would win a
+// master-master contention) advertises.
+func TestCarrierLossLeavesTheElection(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.13"))
+	acts := m.SetCarrier(false, t0)
+	if m.State() != Fault || len(acts) != 1 || acts[0].Send || acts[0].To != Fault {
+		t.Fatalf("carrier lost: %v %+v", m.State(), acts)
+	}
+	if acts := m.Timeout(t0.Add(time.Hour)); acts != nil {
+		t.Fatalf("timer in fault: %+v", acts)
+	}
+	other := netip.MustParseAddr("192.0.2.11")
+	if acts := m.Receive(adv(100, 100), other, t0); acts != nil || m.State() != Fault {
+		t.Fatalf("advertisement in fault: %v %+v", m.State(), acts)
+	}
+	if acts := m.SetCandidate(true, t0); acts != nil || m.State() != Fault {
+		t.Fatalf("candidate in fault: %v %+v", m.State(), acts)
+	}
+	now := t0.Add(10 * time.Second)
+	acts = m.SetCarrier(true, now)
+	if m.State() != Backup || len(acts) != 1 || acts[0].To != Backup {
+		t.Fatalf("carrier back: %v %+v", m.State(), acts)
+	}
+	for k := range 10 {
+		now = now.Add(time.Second)
+		m.Receive(adv(100, 100), other, now)
+		if acts := m.Timeout(now.Add(time.Second / 2)); acts != nil || m.State() != Backup {
+			t.Fatalf("advert %d from an equal master: %v %+v", k, m.State(), acts)
+		}
+	}
+}
+
+func TestCarrierBackNotCandidate(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.13"))
+	m.SetCarrier(false, t0)
+	if acts := m.SetCandidate(false, t0); acts != nil || m.State() != Fault {
+		t.Fatalf("leaving in fault: %v %+v", m.State(), acts)
+	}
+	acts := m.SetCarrier(true, t0)
+	if m.State() != Initialize || len(acts) != 1 || acts[0].To != Initialize {
+		t.Fatalf("carrier back, not a candidate: %v %+v", m.State(), acts)
+	}
+	if acts := m.SetCarrier(true, t0); acts != nil {
+		t.Fatalf("carrier up twice: %+v", acts)
+	}
+}
+
+// TestInstanceFaultReleases: the instance releases the VIP on carrier loss,
+// sends nothing while in fault, and comes back a backup.
+func TestInstanceFaultReleases(t *testing.T) {
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
+	inst.SetPriority(100, "")
+	waitDecisions(t, d, "becoming master", last)
+	tr.down.Store(true)
+	waitDecisions(t, d, "releasing on carrier loss", func(h []bool) bool { return !last(h) })
+	if st := inst.Status(); st.State != Fault {
+		t.Fatalf("state %s, want fault", st.State)
+	}
+	tr.mu.Lock()
+	n := len(tr.sent)
+	tr.mu.Unlock()
+	time.Sleep(300 * time.Millisecond) // three advertisement intervals
+	tr.mu.Lock()
+	sent := tr.sent[n:]
+	tr.mu.Unlock()
+	if len(sent) > 0 {
+		t.Fatalf("sent %d advertisements in fault", len(sent))
+	}
+	tr.down.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for inst.Status().State == Fault {
+		if time.Now().After(deadline) {
+			t.Fatal("still in fault after carrier back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,48 @@
+package vrrp
+
+import (
+	"net/netip"
+	"slices"
+	"sync"
+)
+
+// Foreign is another VRRP group heard on our VRID: a router whose
+// advertisements list other addresses than ours. It is not part of our
+// election (keepalived drops such advertisements too).
+type Foreign struct {
+	Source    netip.Addr
+	Addresses []netip.Addr
+}
+
+// maxForeign bounds the sources remembered for status and the log.
+const maxForeign = 16
+
+// foreignGroups remembers the foreign sources heard; safe for concurrent use.
+type foreignGroups struct {
+	mu   sync.Mutex
+	seen []Foreign
+}
+
+// add records src and reports whether it is new (to be logged once).
+// Past maxForeign sources, new ones are neither kept nor logged.
+func (f *foreignGroups) add(src netip.Addr, addrs []netip.Addr) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) >= maxForeign || slices.ContainsFunc(f.seen, func(g Foreign) bool { return g.Source == src }) {
+		return false
+	}
+	f.seen = append(f.seen, Foreign{Source: src, Addresses: slices.Clone(addrs)})
+	return true
+}
+
+func (f *foreignGroups) snapshot() []Foreign {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.seen)
+}
+
+// ours reports whether an advertisement's address list is exactly ours: one
+// election per family, so one address, the VIP of that family.
+func ours(addrs []netip.Addr, vip netip.Addr) bool {
+	return len(addrs) == 1 && addrs[0] == vip
+}
