@@ -147,6 +147,12 @@ func (c *cluster) holders(p netip.Prefix) ([]int, error) {
 	return out, nil
 }
 
+// held reports whether node i holds p (false when it cannot be read).
+func (c *cluster) held(i int, p netip.Prefix) bool {
+	_, ok, err := c.nodes[i].Has(p)
+	return err == nil && ok
+}
+
 // waitHolder waits until exactly one node holds p, optionally not node not,
 // and returns it and the time it took.
 func (c *cluster) waitHolder(t testing.TB, p netip.Prefix, not int, within time.Duration) (int, time.Duration) {

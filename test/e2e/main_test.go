@@ -31,7 +31,12 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "novaedge-cpvip")
 	// Built as `make build` and the packages build it (static, stripped), so
 	// that footprint figures are of what is shipped.
+	// NOVAEDGE_E2E_BINARY runs the tests against another build (an earlier
+	// commit's, for a before/after figure).
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, "../../cmd/novaedge-cpvip")
+	if other := os.Getenv("NOVAEDGE_E2E_BINARY"); other != "" {
+		build = exec.Command("cp", other, binary)
+	}
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Printf("building the binary: %v\n%s", err, out)

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net/netip"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +72,9 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	}
 }
 
+// TestVRRPLinkCut: a holder whose link is cut leaves the election (Fault:
+// VIP released, no adverts); when the link returns it is a backup and the
+// VIP stays where it went: the client sees no second outage.
 func TestVRRPLinkCut(t *testing.T) {
 	c := newCluster(t, 3)
 	c.startAll(t)
@@ -82,42 +87,50 @@ func TestVRRPLinkCut(t *testing.T) {
 		if err := c.nodes[h].SetSwitchPort(false); err != nil {
 			t.Fatal(err)
 		}
-		// The cut node still holds the VIP: count holders among the others.
+		next, _ := c.waitHolder(t, vip4, h, 10*time.Second)
+		figure(t, "one holder again after the holder's link is cut (takeover, master down 361 ms, and the cut node's release)", time.Since(cut))
+		waitLine(t, c.procs[h], 0, "VRRP state changed", "to=fault")
 		err := lab.Eventually(10*time.Second, func() error {
-			hs, err := c.holders(vip4)
-			if err != nil {
-				return err
+			if c.held(h, vip4) || c.held(h, vip6) {
+				return fmt.Errorf("%s still holds the VIP without carrier", c.nodes[h].Name)
 			}
-			for _, x := range hs {
-				if x != h {
-					return nil
-				}
-			}
-			return errNoHolder
+			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		figure(t, "takeover after the holder's link is cut (master down interval 361 ms)", time.Since(cut))
-		hs, _ := c.holders(vip4)
-		next := hs[len(hs)-1]
-		if next == h {
-			next = hs[0]
-		}
+		figure(t, "the cut node released the VIP (carrier checked every second)", time.Since(cut))
 		c.reach(t, vip4.Addr(), next)
 
+		pr := startProber(c.client, netip.AddrPortFrom(vip4.Addr(), 6443))
+		if err := lab.Eventually(10*time.Second, func() error { return pr.steady(500 * time.Millisecond) }); err != nil {
+			t.Fatal(err)
+		}
 		mon := c.monitor(vip4)
+		back := time.Now()
+		skip := lines(c.procs[h], "VRRP state changed", "to=backup")
 		if err := c.nodes[h].SetSwitchPort(true); err != nil {
 			t.Fatal(err)
 		}
-		winner, d := c.waitHolder(t, vip4, -1, 10*time.Second)
-		double, _ := mon.stop()
-		figure(t, "two holders after the link came back (one advert interval is 100 ms)", double)
-		figure(t, "back to one holder after link restore", d)
-		c.stayOne(t, vip4, time.Second)
-		c.reach(t, vip4.Addr(), winner) // the winner won the client's ARP cache back
-		t.Logf("round %d: %s was cut, %s took over, %s holds after the merge", round+1, c.nodes[h].Name, c.nodes[next].Name, c.nodes[winner].Name)
-		h = winner
+		waitLine(t, c.procs[h], skip, "VRRP state changed", "to=backup")
+		c.stayOne(t, vip4, 2*time.Second) // twenty advertisement intervals
+		failed := 0
+		for _, p := range pr.stopped() {
+			if !p.ok && !p.at.Before(back) {
+				failed++
+			}
+		}
+		double, most := mon.stop()
+		t.Logf("FIGURE failed connects (every 10 ms) when the cut link returns: %d", failed)
+		if failed > 0 || most > 1 {
+			t.Errorf("link back: %d failed connects, %d holders at once (%s)", failed, most, double)
+		}
+		if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != next {
+			t.Fatalf("holders %v after the link returned, want %s still", c.names(hs), c.nodes[next].Name)
+		}
+		c.reach(t, vip4.Addr(), next)
+		t.Logf("round %d: %s was cut, %s took over and kept the VIP", round+1, c.nodes[h].Name, c.nodes[next].Name)
+		h = next
 	}
 }
 
