@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -45,7 +46,15 @@ func run(args []string, stderr io.Writer) int {
 		build = buildBGP
 	}
 	d, err := build(ctx, cfg, log)
-	if err != nil {
+	var invalid *config.Error
+	switch {
+	case err != nil && ctx.Err() != nil:
+		log.Info("Stopped before start-up completed: nothing was bound")
+		return exitOK
+	case errors.As(err, &invalid):
+		log.Error("Invalid configuration", "error", err)
+		return exitConfig
+	case err != nil:
 		log.Error("Cannot start", "error", err)
 		return exitFail
 	}
@@ -54,10 +63,7 @@ func run(args []string, stderr io.Writer) int {
 	if cfg.MetricsAddr != "" {
 		m := status.NewMetrics(d.snapshot, d.journal)
 		d.checker.OnResult = func(r health.Result) { m.ObserveCheck(r.Duration) }
-		if err := status.Serve(ctx, cfg.MetricsAddr, status.Handler(m, d.snapshot), log); err != nil {
-			log.Error("Cannot serve metrics and status", "addr", cfg.MetricsAddr, "error", err)
-			return exitFail
-		}
+		status.Serve(ctx, cfg.MetricsAddr, status.Handler(m, d.snapshot), log)
 	}
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	d.ready.Store(true)
@@ -146,12 +152,9 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	ifname := cfg.Interface
-	if ifname == "" {
-		if ifname, err = l2.DetectInterface(cfg.VIPAddress); err != nil {
-			return nil, err
-		}
-		log.Info("Detected interface", "interface", ifname)
+	ifname, err := l2Interface(ctx, cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	rec, events, err := watchInterface(ctx, cfg, ifname, log)
 	if err != nil {
@@ -205,6 +208,9 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 	ifname := cfg.Interface
 	if ifname == "" {
 		ifname = "lo"
+	}
+	if err := hostInterface(ctx, ifname, log); err != nil {
+		return nil, err
 	}
 	peers := make([]bgp.Peer, 0, len(cfg.BGPPeerList()))
 	for _, p := range cfg.BGPPeerList() {

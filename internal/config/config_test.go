@@ -361,3 +361,54 @@ func TestPeerOptions(t *testing.T) {
 		t.Errorf("second peer %+v", got)
 	}
 }
+
+func TestVIPPrefixRules(t *testing.T) {
+	base := map[string]string{"NOVAEDGE_BGP_LOCAL_AS": "65001", "NOVAEDGE_BGP_ROUTER_ID": "192.0.2.11",
+		"NOVAEDGE_BGP_PEER_ADDRESS": "192.0.2.1", "NOVAEDGE_BGP_PEER_AS": "65000"}
+	for _, tt := range []struct {
+		vip, mode string
+		ok        bool
+	}{
+		{"192.0.2.100/32", "bgp", true},
+		{"2001:db8::100/128", "bgp", true},
+		{"192.0.2.100/24", "bgp", false},
+		{"2001:db8::100/64", "bgp", false},
+		{"192.0.2.100/24", "l2", true}, // checked against the interface at start
+	} {
+		env := maps.Clone(base)
+		env["NOVAEDGE_CP_VIP_ADDRESS"], env["NOVAEDGE_CP_VIP_MODE"] = tt.vip, tt.mode
+		_, err := LoadMap(env)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s in %s mode: error %v, want ok=%v", tt.vip, tt.mode, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "NOVAEDGE_CP_VIP_ADDRESS") {
+			t.Errorf("error %q does not name the variable", err)
+		}
+	}
+}
+
+func TestValidateOnInterface(t *testing.T) {
+	addrs := []netip.Prefix{netip.MustParsePrefix("192.0.2.11/24"), netip.MustParsePrefix("2001:db8::11/64")}
+	for _, tt := range []struct {
+		vip    string
+		config bool // an invalid configuration
+		wait   bool // no address of the subnet yet
+	}{
+		{"192.0.2.100/32", false, false},
+		{"192.0.2.100/24", false, false},
+		{"2001:db8::100/64", false, false},
+		{"192.0.2.100/25", true, false},
+		{"192.0.2.100/16", true, false},
+		{"198.51.100.100/24", false, true},
+	} {
+		c := &Config{VIPAddress: PrefixList{netip.MustParsePrefix(tt.vip)}}
+		err := c.ValidateOnInterface("eth0", addrs)
+		var ce *Error
+		if got := errors.As(err, &ce); got != tt.config {
+			t.Errorf("%s: error %v, config error %v, want %v", tt.vip, err, got, tt.config)
+		}
+		if got := errors.Is(err, ErrNoSubnetAddress); got != tt.wait {
+			t.Errorf("%s: error %v, waiting %v, want %v", tt.vip, err, got, tt.wait)
+		}
+	}
+}

@@ -13,6 +13,7 @@ type Field struct {
 	Required bool
 	Bool     bool // a flag that may stand alone (--preempt)
 	EmptyOff bool // an empty value turns the feature off instead of meaning "default"
+	Live     bool // a reload (SIGHUP) applies it to the running daemon; else it needs a restart
 	index    int
 }
 
@@ -32,6 +33,7 @@ func Fields() []Field {
 			Required: sf.Tag.Get("required") == "true",
 			Bool:     sf.Type.Kind() == reflect.Bool,
 			EmptyOff: sf.Tag.Get("empty") == "off",
+			Live:     sf.Tag.Get("reload") == "live",
 			index:    i,
 		})
 	}

@@ -1,6 +1,9 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,6 +71,33 @@ func FuzzListDecoders(f *testing.F) {
 			if err := again.Decode(c.String()); err != nil || again.String() != c.String() {
 				t.Fatalf("community round trip of %q failed: %v", s, err)
 			}
+		}
+	})
+}
+
+// FuzzReload: whatever the env file holds when it is read again, a reload
+// returns a valid configuration or an error; it never panics and never
+// changes the process environment.
+func FuzzReload(f *testing.F) {
+	for _, s := range []string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32\n", "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/24\nNOVAEDGE_CP_VIP_MODE=bgp\n",
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=1000h\n", "NOVAEDGE_CP_VIP_NOPE=1\n", "NOVAEDGE_CP_VIP_PRIORITY='300'\n", "\x00=\n"} {
+		f.Add(s)
+	}
+	path := filepath.Join(f.TempDir(), "cpvip.env")
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := &Reloader{fl: &Flags{EnvFile: path, set: map[string]string{}}}
+		before := os.Environ()
+		c, err := r.Load()
+		if err == nil {
+			if verr := c.Validate(); verr != nil {
+				t.Fatalf("reload returned an invalid configuration: %v", verr)
+			}
+		}
+		if !slices.Equal(before, os.Environ()) {
+			t.Fatal("reload changed the process environment")
 		}
 	})
 }

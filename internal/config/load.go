@@ -132,19 +132,11 @@ func Given(fl *Flags) (map[string]string, error) {
 // loadEnvFile exports the file's variables that the environment does not set.
 // Unknown names of ours in a file are an error: the file is ours to check.
 func loadEnvFile(path string) error {
-	f, err := os.Open(path)
+	vars, err := readEnvFile(path)
 	if err != nil {
-		return fmt.Errorf("reading --env-file: %w", err)
-	}
-	defer f.Close()
-	vars, err := ParseEnvFile(f)
-	if err != nil {
-		return fmt.Errorf("env file %s: %w", path, err)
+		return err
 	}
 	for k, v := range vars {
-		if _, known := fieldByEnv(k); isOwnName(k) && !known {
-			return fmt.Errorf("env file %s: unknown variable %s", path, k)
-		}
 		if _, inEnv := os.LookupEnv(k); !inEnv {
 			if err := os.Setenv(k, v); err != nil {
 				return fmt.Errorf("setting %s: %w", k, err)

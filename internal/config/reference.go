@@ -6,10 +6,12 @@ import (
 )
 
 // Reference renders the configuration reference as a Markdown table, one row
-// per variable, in declaration order. docs/configuration.md embeds it.
+// per variable, in declaration order, with what a reload (SIGHUP) does with
+// a change: applied to the running daemon, or left until a restart.
+// docs/configuration.md embeds it.
 func Reference() string {
 	var b strings.Builder
-	b.WriteString("| variable | flag | default | meaning |\n|---|---|---|---|\n")
+	b.WriteString("| variable | flag | default | on reload | meaning |\n|---|---|---|---|---|\n")
 	for _, f := range Fields() {
 		def := "`" + f.Default + "`"
 		switch {
@@ -18,7 +20,11 @@ func Reference() string {
 		case f.Default == "":
 			def = "empty"
 		}
-		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s |\n", f.Env, f.Flag, def, strings.ReplaceAll(f.Desc, "|", `\|`))
+		reload := "restart"
+		if f.Live {
+			reload = "applied"
+		}
+		fmt.Fprintf(&b, "| `%s` | `--%s` | %s | %s | %s |\n", f.Env, f.Flag, def, reload, strings.ReplaceAll(f.Desc, "|", `\|`))
 	}
 	return b.String()
 }

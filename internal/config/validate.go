@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"strconv"
@@ -32,6 +34,8 @@ func (c *Config) validateVIP() error {
 			return errorf("VIPAddress", c.VIPAddress, "%s: write IPv4-mapped addresses as IPv4", p)
 		case !a.IsGlobalUnicast() || a.IsLoopback():
 			return errorf("VIPAddress", c.VIPAddress, "%s is not a unicast address usable as a VIP", p.Addr())
+		case c.Mode == ModeBGP && !host(p):
+			return errorf("VIPAddress", c.VIPAddress, "%s: bgp mode announces a host route, /%d: a shorter prefix would be bound on the interface and route the whole subnet to this node", p, a.BitLen())
 		case a.Is4():
 			v4++
 		default:
@@ -44,16 +48,61 @@ func (c *Config) validateVIP() error {
 	return nil
 }
 
+// host reports whether p is a host prefix (/32, /128).
+func host(p netip.Prefix) bool { return p.Bits() == p.Addr().BitLen() }
+
+// ErrNoSubnetAddress: the interface has no address in the subnet of a VIP
+// with a subnet prefix (yet: at boot it may come later).
+var ErrNoSubnetAddress = errors.New("no address of the VIP's subnet on the interface")
+
+// ValidateOnInterface checks the VIPs against the addresses of the L2
+// interface: a VIP is a host prefix or has exactly the prefix of the
+// interface's subnet, so binding it adds no route. A VIP whose subnet the
+// interface has with another prefix length is invalid (*Error); one whose
+// subnet the interface has no address in returns ErrNoSubnetAddress.
+func (c *Config) ValidateOnInterface(ifname string, addrs []netip.Prefix) error {
+	for _, vip := range c.VIPAddress {
+		if host(vip) {
+			continue
+		}
+		exact, other := false, netip.Prefix{}
+		for _, a := range addrs {
+			if a.Masked() == vip.Masked() {
+				exact = true
+				break
+			}
+			if a.Overlaps(vip) {
+				other = a
+			}
+		}
+		switch {
+		case exact:
+		case other.IsValid():
+			return errorf("VIPAddress", c.VIPAddress, "%s: %s has %s: a VIP is a host prefix (/%d) or exactly the interface's subnet prefix (/%d), else binding it changes the host's routes", vip, ifname, other, vip.Addr().BitLen(), other.Bits())
+		default:
+			return fmt.Errorf("%s on %s: %w", vip, ifname, ErrNoSubnetAddress)
+		}
+	}
+	return nil
+}
+
+// Bounds of the health durations: a check that may take an hour never
+// fails in time to matter.
+const (
+	maxHealthInterval = 5 * time.Minute
+	maxHealthTimeout  = time.Minute
+)
+
 func (c *Config) validateHealth() error {
 	switch {
 	case c.APIPort == 0:
 		return errorf("APIPort", c.APIPort, "must be 1-65535")
-	case c.HealthInterval < 10*time.Millisecond:
-		return errorf("HealthInterval", c.HealthInterval, "must be at least 10ms")
-	case c.HealthFastInterval != 0 && c.HealthFastInterval < 10*time.Millisecond:
-		return errorf("HealthFastInterval", c.HealthFastInterval, "must be 0 (off) or at least 10ms")
-	case c.HealthTimeout < time.Millisecond:
-		return errorf("HealthTimeout", c.HealthTimeout, "must be at least 1ms")
+	case c.HealthInterval < 10*time.Millisecond || c.HealthInterval > maxHealthInterval:
+		return errorf("HealthInterval", c.HealthInterval, "must be 10ms-%s", maxHealthInterval)
+	case c.HealthFastInterval != 0 && (c.HealthFastInterval < 10*time.Millisecond || c.HealthFastInterval > maxHealthInterval):
+		return errorf("HealthFastInterval", c.HealthFastInterval, "must be 0 (off) or 10ms-%s", maxHealthInterval)
+	case c.HealthTimeout < time.Millisecond || c.HealthTimeout > maxHealthTimeout:
+		return errorf("HealthTimeout", c.HealthTimeout, "must be 1ms-%s: a hung apiserver must count as a failed check", maxHealthTimeout)
 	case c.FailThreshold < 1 || c.FailThreshold > 1000:
 		return errorf("FailThreshold", c.FailThreshold, "must be 1-1000")
 	case c.RiseThreshold < 1 || c.RiseThreshold > 1000:
@@ -78,8 +127,8 @@ func (c *Config) validateL2() error {
 		return errorf("AdvertInterval", c.AdvertInterval, "must be a multiple of 10ms (VRRP counts centiseconds)")
 	case c.GARPRepeat < 1 || c.GARPRepeat > 100:
 		return errorf("GARPRepeat", c.GARPRepeat, "must be 1-100")
-	case c.GARPRefresh != 0 && c.GARPRefresh < time.Second:
-		return errorf("GARPRefresh", c.GARPRefresh, "must be 0 (off) or at least 1s")
+	case c.GARPRefresh != 0 && (c.GARPRefresh < time.Second || c.GARPRefresh > time.Hour):
+		return errorf("GARPRefresh", c.GARPRefresh, "must be 0 (off) or 1s-1h")
 	}
 	for _, p := range c.Peers {
 		if !p.IsGlobalUnicast() && !p.IsLinkLocalUnicast() {

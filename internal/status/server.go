@@ -33,13 +33,42 @@ func Handler(m *Metrics, snapshot func() Snapshot) http.Handler {
 	return mux
 }
 
-// Serve listens on addr and serves h until ctx ends. A failure to listen is
-// returned at once (the address is configuration: NOVAEDGE_CP_VIP_METRICS_ADDR).
-func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
+// Serve serves h on addr until ctx ends, in the background. The address
+// may be taken (any local user can bind a port on 127.0.0.1 first): that
+// never stops the daemon, whose job is the VIP. Serve logs it and tries
+// again, retryMin then doubling to retryMax, until it can listen.
+func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) {
+	go serve(ctx, addr, h, log)
+}
+
+const (
+	retryMin = time.Second
+	retryMax = 30 * time.Second
+)
+
+func serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) {
+	var lc net.ListenConfig
+	wait := retryMin
+	for tries := 0; ; tries++ {
+		ln, err := lc.Listen(ctx, "tcp", addr)
+		if err == nil {
+			log.Info("Serving metrics and status", "addr", addr)
+			run(ctx, ln, h, addr, log)
+			return
+		}
+		if tries == 0 || wait == retryMax && tries%10 == 0 {
+			log.Warn("Cannot listen for metrics and status, retrying; the VIP is not affected", "addr", addr, "error", err, "retry_in", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, retryMax)
 	}
+}
+
+func run(ctx context.Context, ln net.Listener, h http.Handler, addr string, log *slog.Logger) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -47,11 +76,7 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("Metrics and status endpoint stopped", "addr", addr, "error", err)
-		}
-	}()
-	log.Info("Serving metrics and status", "addr", addr)
-	return nil
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("Metrics and status endpoint stopped", "addr", addr, "error", err)
+	}
 }

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+)
+
+// Reloader loads the configuration again from the env file the daemon
+// started with (SIGHUP, `systemctl reload`).
+//
+// The systemd unit both names the file with --env-file and loads it with
+// EnvironmentFile=, so at start the process environment holds the file's
+// values, and the environment outranks the file. A variable whose value in
+// the environment is the one the file had at start therefore counts as the
+// file's: the file read again decides it, set, changed or removed. Anything
+// else in the environment, and the flags, keep outranking the file.
+type Reloader struct {
+	fl      *Flags
+	atStart map[string]string // the file as it was at start
+}
+
+// NewReloader records the env file of fl as it is now; Load reads it again.
+func NewReloader(fl *Flags) (*Reloader, error) {
+	r := &Reloader{fl: fl}
+	if fl == nil || fl.EnvFile == "" {
+		return r, nil
+	}
+	vars, err := readEnvFile(fl.EnvFile)
+	if err != nil {
+		return nil, err
+	}
+	r.atStart = vars
+	return r, nil
+}
+
+// HasFile says whether there is an env file to read again.
+func (r *Reloader) HasFile() bool { return r.fl != nil && r.fl.EnvFile != "" }
+
+// Load reads the env file again and returns the configuration it makes,
+// validated, or an error naming what is wrong.
+func (r *Reloader) Load() (*Config, error) {
+	vars, err := readEnvFile(r.fl.EnvFile)
+	if err != nil {
+		return nil, err
+	}
+	for k := range vars {
+		if _, ours := fieldByEnv(k); !ours {
+			delete(vars, k) // exported at start for the process; not ours to reload
+		}
+	}
+	for _, f := range Fields() {
+		v, ok := os.LookupEnv(f.Env)
+		if old, fromFile := r.atStart[f.Env]; ok && !(fromFile && old == v) {
+			vars[f.Env] = v
+		}
+	}
+	for env, v := range r.fl.set {
+		vars[env] = v
+	}
+	return LoadMap(vars)
+}
+
+// Changes lists the variables whose values differ between old and new:
+// those a reload applies (Field.Live) and those that need a restart.
+func Changes(old, new *Config) (live, restart []string) {
+	for _, f := range Fields() {
+		if reflect.DeepEqual(f.Value(old), f.Value(new)) {
+			continue
+		}
+		if f.Live {
+			live = append(live, f.Env)
+		} else {
+			restart = append(restart, f.Env)
+		}
+	}
+	return live, restart
+}
+
+// readEnvFile parses the env file at path; unknown names of ours are an error.
+func readEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --env-file: %w", err)
+	}
+	defer f.Close()
+	vars, err := ParseEnvFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", path, err)
+	}
+	for k := range vars {
+		if _, known := fieldByEnv(k); isOwnName(k) && !known {
+			return nil, fmt.Errorf("env file %s: unknown variable %s", path, k)
+		}
+	}
+	return vars, nil
+}
