@@ -10,21 +10,21 @@ import (
 
 // loadConfig parses flags and loads the configuration; on failure it prints
 // one line naming the variable and returns the exit code.
-func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, []string, int) {
+func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, *config.Flags, []string, int) {
 	fl, code := parseFlags(name, args, stderr, nil)
 	if fl == nil {
-		return nil, nil, code
+		return nil, nil, nil, code
 	}
 	cfg, warnings, err := config.Load(fl)
 	if err != nil {
 		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
-		return nil, nil, exitConfig
+		return nil, nil, nil, exitConfig
 	}
-	return cfg, warnings, -1
+	return cfg, fl, warnings, -1
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	cfg, warnings, code := loadConfig("check-config", args, stderr)
+	cfg, _, warnings, code := loadConfig("check-config", args, stderr)
 	if cfg == nil {
 		return code
 	}
@@ -39,10 +39,13 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.Level(cfg.LogLevel)}
+// newLogger returns the daemon's logger and its level, which a reload may change.
+func newLogger(cfg *config.Config, w io.Writer) (*slog.Logger, *slog.LevelVar) {
+	level := new(slog.LevelVar)
+	level.Set(slog.Level(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), level
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), level
 }

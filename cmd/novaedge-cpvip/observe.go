@@ -10,6 +10,7 @@ import (
 	"github.com/novaedge/cpvip/internal/bgp"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/status"
 	"github.com/novaedge/cpvip/internal/vrrp"
@@ -23,6 +24,7 @@ type daemon struct {
 	rec        *reconcile.Reconciler
 	ifname     string
 	vrrp       *vrrp.Elector // l2
+	l2         *l2.Announcer // l2
 	speaker    *bgp.Speaker  // bgp
 	bgpElector *bgp.Elector  // bgp
 	bfd        *bfd.Manager  // bgp with BFD

@@ -30,12 +30,22 @@ import (
 const reconcilePeriod = 5 * time.Second
 
 func run(args []string, stderr io.Writer) int {
-	cfg, warnings, code := loadConfig("run", args, stderr)
+	// SIGHUP is ours from the start: Go's default would kill the daemon
+	// without a handover, leaving the VIP bound.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg, fl, warnings, code := loadConfig("run", args, stderr)
 	if cfg == nil {
 		return code
 	}
+	reloader, err := config.NewReloader(fl)
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
+		return exitConfig
+	}
 	oneProc()
-	log := newLogger(cfg, stderr)
+	log, level := newLogger(cfg, stderr)
 	for _, w := range warnings {
 		log.Warn("Configuration warning", "warning", w)
 	}
@@ -65,6 +75,8 @@ func run(args []string, stderr io.Writer) int {
 		d.checker.OnResult = func(r health.Result) { m.ObserveCheck(r.Duration) }
 		status.Serve(ctx, cfg.MetricsAddr, status.Handler(m, d.snapshot), log)
 	}
+	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checker: d.checker, elector: d.vrrp, announcer: d.l2},
+		log.With("component", "reload"))
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	d.ready.Store(true)
 	trim(log)
@@ -171,7 +183,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		return nil, err
 	}
 	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
-		checker: checker, rec: rec, ifname: ifname, vrrp: elector}, nil
+		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann}, nil
 }
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and

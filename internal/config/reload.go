@@ -77,6 +77,19 @@ func Changes(old, new *Config) (live, restart []string) {
 	return live, restart
 }
 
+// WithLive returns a copy of old with the live fields (Field.Live) of new:
+// the configuration a reload leaves running.
+func WithLive(old, new *Config) *Config {
+	out := *old
+	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(new).Elem()
+	for _, f := range Fields() {
+		if f.Live {
+			dst.Field(f.index).Set(src.Field(f.index))
+		}
+	}
+	return &out
+}
+
 // readEnvFile parses the env file at path; unknown names of ours are an error.
 func readEnvFile(path string) (map[string]string, error) {
 	f, err := os.Open(path)

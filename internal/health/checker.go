@@ -64,6 +64,7 @@ type Checker struct {
 	ca      *caSource
 	log     *slog.Logger
 	thr     thresholds
+	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
@@ -114,6 +115,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		ca:     newCASource(cfg.CAFiles),
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
+		tune:   make(chan Timing, 1),
 	}, nil
 }
 
@@ -238,6 +240,7 @@ func (c *Checker) logTokenError(err error) {
 // never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 	for {
+		c.retune()
 		start := time.Now()
 		r := c.Check(ctx)
 		if ctx.Err() != nil {

@@ -37,6 +37,9 @@ type Announcer struct {
 	log    *slog.Logger
 	ctx    context.Context
 	bursts map[netip.Addr]context.CancelFunc
+	// repeat and refresh are Options.Repeat and .Refresh, changed by a reload.
+	repeat  atomic.Int64
+	refresh atomic.Int64
 
 	// Sent and SendFailed count single announcements.
 	Sent, SendFailed atomic.Uint64
@@ -50,6 +53,7 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 		opts.Gap = RepeatGap
 	}
 	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
+	a.SetGARP(opts.Repeat, opts.Refresh)
 	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, Reannounce: a.reannounce})
 	return a
 }
@@ -58,6 +62,14 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 // is announced again (the elector asks when it must win neighbours back).
 func (a *Announcer) Hold(vip netip.Prefix) {
 	a.loop.Hold(vip)
+}
+
+// SetGARP changes the announcements per takeover and the refresh period (a
+// reload): they count from the next announcement, a running refresh
+// included.
+func (a *Announcer) SetGARP(repeat int, refresh time.Duration) {
+	a.repeat.Store(int64(repeat))
+	a.refresh.Store(int64(refresh))
 }
 
 // Release makes this node give vip up.
@@ -115,11 +127,11 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		case <-t.C:
 		}
 		a.announce(ctx, vip)
-		switch {
-		case sent+1 < a.opts.Repeat:
+		switch refresh := time.Duration(a.refresh.Load()); {
+		case int64(sent+1) < a.repeat.Load():
 			t.Reset(a.opts.Gap)
-		case a.opts.Refresh > 0:
-			t.Reset(a.opts.Refresh)
+		case refresh > 0:
+			t.Reset(refresh)
 		default:
 			return
 		}

@@ -18,13 +18,14 @@ import (
 // bootstrap. With fail open off, an unhealthy node leaves the election.
 type Elector struct {
 	inst     *Instance
-	priority uint8 // when healthy
 	failOpen bool
 	log      *slog.Logger
 
 	mu        sync.Mutex // guards the fields below
-	seen      bool       // healthy at least once since start
-	unhealthy string     // why, while unhealthy
+	priority  uint8      // when healthy
+	healthy   bool
+	seen      bool   // healthy at least once since start
+	unhealthy string // why, while unhealthy
 }
 
 // NewElector returns an elector over inst; priority is ours while healthy.
@@ -36,13 +37,12 @@ func NewElector(inst *Instance, priority uint8, failOpen bool, log *slog.Logger)
 func (e *Elector) SetHealthy(ok bool, reason string) {
 	e.mu.Lock()
 	e.seen = e.seen || ok
-	e.unhealthy = reason
+	e.healthy, e.unhealthy = ok, reason
 	if ok {
 		e.unhealthy = ""
 	}
-	seen := e.seen
-	e.mu.Unlock()
-	p := e.priority
+	defer e.mu.Unlock() // the priority sent is the one of the latest state, reloads included
+	seen, p := e.seen, e.priority
 	switch {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
@@ -61,6 +61,20 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	}
 	e.inst.SetPriority(p, reason)
 }
+
+// SetPriority changes our priority while healthy (a reload); a healthy
+// node takes part with it at once.
+func (e *Elector) SetPriority(p uint8) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.priority = p
+	if e.healthy {
+		e.inst.SetPriority(p, "")
+	}
+}
+
+// SetPreempt changes whether a stronger backup takes the VIP from a weaker master.
+func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
 
 func (e *Elector) holds() bool { return e.inst.Status().State == Master }
 

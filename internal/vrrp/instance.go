@@ -68,6 +68,7 @@ type Instance struct {
 	log      *slog.Logger
 	m        *Machine
 	priority chan priority
+	preempt  chan bool
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -107,7 +108,7 @@ const handoverGrace = 100 * time.Millisecond
 // NewInstance returns an instance that is not yet a candidate; conns has
 // one transport per VIP of cfg, of its family.
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
-	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1),
+	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
 		primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
 }
 
@@ -125,6 +126,15 @@ func (i *Instance) SetPriority(p uint8, why string) {
 	default:
 	}
 	i.priority <- priority{p, why}
+}
+
+// SetPreempt changes Preempt; only the latest value counts.
+func (i *Instance) SetPreempt(on bool) {
+	select {
+	case <-i.preempt:
+	default:
+	}
+	i.preempt <- on
 }
 
 // Status returns a snapshot.
@@ -205,6 +215,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			}
 			readers.Wait()
 			return
+		case on := <-i.preempt:
+			i.m.SetPreempt(on)
 		case pr := <-i.priority:
 			p := pr.p
 			failing = pr.why

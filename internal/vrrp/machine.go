@@ -84,6 +84,10 @@ func NewMachine(p Params) *Machine {
 // SetPrimary changes our primary address (the interface was re-created).
 func (m *Machine) SetPrimary(a netip.Addr) { m.p.Primary = a }
 
+// SetPreempt changes Preempt (a reload): it counts from the next
+// advertisement a backup hears.
+func (m *Machine) SetPreempt(on bool) { m.p.Preempt = on }
+
 // State returns the current state.
 func (m *Machine) State() State { return m.state }
 

@@ -25,6 +25,7 @@ type cluster struct {
 	ka     map[int]bool // nodes that run keepalived, not us
 	kaCfg  map[int]lab.Keepalived
 	env    map[int][]string // per node, on top of extra
+	args   map[int][]string // per node, after "run"
 	dir    string           // keepalived's files
 	noAPI  bool             // no stand-in apiservers: the test brings real ones
 	bin    string           // the daemon's build: binary unless a benchmark compares another
@@ -42,7 +43,7 @@ func newClusterOf(t testing.TB, n int, standIn bool, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir(), bin: binary}
+	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, args: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir(), bin: binary}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -113,14 +114,18 @@ func (c *cluster) start(t testing.TB, i int) *lab.Process {
 }
 
 func (c *cluster) startErr(i int) (*lab.Process, error) {
+	return c.nodes[i].Start(c.nodes[i].Name, c.nodeEnv(i), append([]string{c.bin, "run"}, c.args[i]...)...)
+}
+
+// nodeEnv is the environment node i's daemon runs with.
+func (c *cluster) nodeEnv(i int) []string {
 	env := []string{
 		"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String(),
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=100ms", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=300ms",
 		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms", "NOVAEDGE_CP_VIP_METRICS_ADDR=",
 		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=" + c.token,
 	}
-	env = append(append(env, c.extra...), c.env[i]...)
-	return c.nodes[i].Start(c.nodes[i].Name, env, c.bin, "run")
+	return append(append(env, c.extra...), c.env[i]...)
 }
 
 func (c *cluster) startAll(t testing.TB) {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/vrrp"
+)
+
+// live is what a reload may change in the running daemon; the L2 parts are
+// nil in bgp mode.
+type live struct {
+	level     *slog.LevelVar
+	checker   *health.Checker
+	elector   *vrrp.Elector
+	announcer *l2.Announcer
+}
+
+// reloadOn applies the env file again on every signal from hup until ctx
+// ends (SIGHUP, `systemctl reload`). What can change live is applied; what
+// needs a restart is named in one log line and left as it was; an invalid
+// file keeps the running configuration. Nothing here binds or releases the
+// VIP: the election decides that from the values applied.
+func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, running *config.Config, parts live, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if !r.HasFile() {
+			log.Warn("Reload asked, but there is no env file to read again (--env-file): nothing changed")
+			continue
+		}
+		next, err := r.Load()
+		if err != nil {
+			log.Error("Reload failed: keeping the running configuration", "error", err)
+			continue
+		}
+		applied, restart := config.Changes(running, next)
+		if len(restart) > 0 {
+			log.Warn("Reload: these need a restart and were left as they were", "variables", restart)
+		}
+		prev := running
+		running = config.WithLive(running, next)
+		parts.apply(prev, running)
+		log.Info("Configuration reloaded", "applied", applied)
+	}
+}
+
+// apply gives the parts the live values that differ between prev and cfg.
+func (p live) apply(prev, cfg *config.Config) {
+	p.level.Set(slog.Level(cfg.LogLevel))
+	timing := func(c *config.Config) health.Timing {
+		return health.Timing{Interval: c.HealthInterval, FastInterval: c.HealthFastInterval,
+			Timeout: c.HealthTimeout, FailThreshold: c.FailThreshold, RiseThreshold: c.RiseThreshold}
+	}
+	if timing(prev) != timing(cfg) {
+		p.checker.Tune(timing(cfg))
+	}
+	if p.elector != nil && prev.Priority != cfg.Priority {
+		p.elector.SetPriority(uint8(cfg.Priority))
+	}
+	if p.elector != nil && prev.Preempt != cfg.Preempt {
+		p.elector.SetPreempt(cfg.Preempt)
+	}
+	if p.announcer != nil && (prev.GARPRepeat != cfg.GARPRepeat || prev.GARPRefresh != cfg.GARPRefresh) {
+		p.announcer.SetGARP(cfg.GARPRepeat, cfg.GARPRefresh)
+	}
+}
