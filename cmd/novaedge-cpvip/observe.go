@@ -23,11 +23,12 @@ type daemon struct {
 	checker    *health.Checker
 	rec        *reconcile.Reconciler
 	ifname     string
-	vrrp       *vrrp.Elector // l2
-	l2         *l2.Announcer // l2
-	speaker    *bgp.Speaker  // bgp
-	bgpElector *bgp.Elector  // bgp
-	bfd        *bfd.Manager  // bgp with BFD
+	vrrp       *vrrp.Elector  // l2
+	l2         *l2.Announcer  // l2
+	speaker    *bgp.Speaker   // bgp
+	bgpElector *bgp.Elector   // bgp
+	bgpAnn     *bgp.Announcer // bgp
+	bfd        *bfd.Manager   // bgp with BFD
 	journal    *status.Journal
 	started    time.Time
 	ready      atomic.Bool
@@ -41,9 +42,10 @@ func (d *daemon) snapshot() status.Snapshot {
 		Health: status.Health{State: st.State.String(), URL: d.checker.URL(), LastStatus: st.Last.Status,
 			LastReason: st.Last.Reason, LastDuration: st.Last.Duration,
 			Checks: map[string]uint64{"success": st.Success, "failure": st.Failure}},
-		Reconcile:   map[string]uint64{},
-		Drops:       map[string]map[string]uint64{},
-		Transitions: d.journal.Recent(),
+		Reconcile:    map[string]uint64{},
+		Drops:        map[string]map[string]uint64{},
+		SendFailures: map[string]uint64{},
+		Transitions:  d.journal.Recent(),
 	}
 	for _, vip := range d.cfg.VIPAddress {
 		s.VIPs = append(s.VIPs, status.VIP{Address: vip.String(), Held: d.rec.Held(vip)})
@@ -65,6 +67,13 @@ func (d *daemon) snapshot() status.Snapshot {
 			}
 		}
 		s.Drops["vrrp"] = drops
+		if st := d.vrrp.Statuses(); len(st) > 0 {
+			s.SendFailures["vrrp"] = st[0].SendErrors
+		}
+		s.SendFailures["garp"] = d.l2.SendFailed.Load()
+	}
+	if d.bgpAnn != nil {
+		s.SendFailures["bgp_route"] = d.bgpAnn.Failures.Load()
 	}
 	if d.bgpElector != nil {
 		s.FailOpen.InForce, s.FailOpen.Reason = d.bgpElector.FailOpen()

@@ -255,7 +255,7 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 		return nil, err
 	}
 	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
-	d.bgpElector = bgp.NewElector(cfg.VIPAddress, ann, cfg.FailOpen, log)
+	d.bgpElector, d.bgpAnn = bgp.NewElector(cfg.VIPAddress, ann, cfg.FailOpen, log), ann
 	d.agent = &agent.Agent{Health: checker, Elector: d.bgpElector, Announcer: ann, Log: log}
 	return d, nil
 }

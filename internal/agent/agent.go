@@ -66,12 +66,17 @@ func (a *Agent) Run(ctx context.Context) {
 	go func() { a.Announcer.Run(annCtx); close(annDone) }()
 	electDone := make(chan struct{})
 	go func() {
+		held := map[netip.Prefix]bool{} // this goroutine only
 		a.Elector.Run(electCtx, func(vip netip.Prefix, hold bool) {
+			// A hold of a VIP held already is a re-announcement, not a transition.
+			if hold != held[vip] {
+				held[vip] = hold
+				a.record(map[bool]string{true: "held", false: "released"}[hold], vip.String(),
+					map[bool]string{true: "elected", false: "not elected"}[hold])
+			}
 			if hold {
-				a.record("held", vip.String(), "elected")
 				a.Announcer.Hold(vip)
 			} else {
-				a.record("released", vip.String(), "not elected")
 				a.Announcer.Release(vip)
 			}
 		})

@@ -122,3 +122,45 @@ func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
 		t.Errorf("decisions %v, want only the latest (false)", got)
 	}
 }
+
+// scriptedElector makes the decisions it is given, then waits for the end.
+type scriptedElector struct{ holds []bool }
+
+func (e scriptedElector) SetHealthy(bool, string) {}
+func (e scriptedElector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
+	for _, h := range e.holds {
+		decide(vip4, h)
+	}
+	<-ctx.Done()
+}
+
+type countingJournal struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *countingJournal) Add(to, _, _ string) {
+	c.mu.Lock()
+	c.counts[to]++
+	c.mu.Unlock()
+}
+
+// TestReannouncementIsNotATransition: holding a VIP held already (a
+// re-announcement) is announced again but counted once.
+func TestReannouncementIsNotATransition(t *testing.T) {
+	j := &journal{seen: make(chan struct{}, 1)}
+	cj := &countingJournal{counts: map[string]int{}}
+	a := &Agent{Health: scriptedHealth{in: make(chan health.State)}, Elector: scriptedElector{[]bool{true, true, true, false}},
+		Announcer: fakeAnnouncer{j}, Log: quiet, Journal: cj}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	j.waitFor(t, "hold 192.0.2.100/32", "hold 192.0.2.100/32", "hold 192.0.2.100/32", "release 192.0.2.100/32")
+	cancel()
+	<-done
+	cj.mu.Lock()
+	defer cj.mu.Unlock()
+	if cj.counts["held"] != 1 || cj.counts["released"] != 1 {
+		t.Fatalf("transitions %v, want one held and one released", cj.counts)
+	}
+}

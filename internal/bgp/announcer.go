@@ -23,11 +23,16 @@ type Routes interface {
 // announced after its VIP is bound and withdrawn before it is removed.
 type Announcer struct {
 	routes Routes
+	rec    *reconcile.Reconciler
 	loop   *reconcile.Loop
 	log    *slog.Logger
 	// announced is how each VIP's route is out there; loop goroutine only.
 	announced map[netip.Prefix]route
+	retry     backoff     // loop goroutine only
 	demoted   atomic.Bool // announce demoted routes (fail open)
+
+	// Failures counts route changes that failed (each is retried).
+	Failures atomic.Uint64
 }
 
 // route is how a VIP's route is announced.
@@ -42,7 +47,7 @@ const (
 // NewAnnouncer returns an Announcer binding through rec and announcing through routes.
 func NewAnnouncer(routes Routes, rec *reconcile.Reconciler, events <-chan reconcile.Event,
 	period time.Duration, log *slog.Logger) *Announcer {
-	a := &Announcer{routes: routes, log: log, announced: map[netip.Prefix]route{}}
+	a := &Announcer{routes: routes, rec: rec, log: log, announced: map[netip.Prefix]route{}}
 	a.loop = reconcile.NewLoop(rec, events, period, reconcile.Hooks{
 		Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Stopping: a.stopping})
 	return a
@@ -70,10 +75,18 @@ func (a *Announcer) stopping() {
 	a.routes.Stop()
 }
 
+// before withdraws the routes of VIPs to be released; one whose withdraw
+// failed stays bound, for a route must never point at a node without the
+// address. It also retries a failed announcement of a VIP bound already.
 func (a *Announcer) before(desired map[netip.Prefix]bool) {
 	for vip, hold := range desired {
-		if !hold && a.announced[vip] != withdrawn {
-			a.withdraw(vip)
+		switch {
+		case !hold && a.announced[vip] != withdrawn:
+			if !a.withdraw(vip) {
+				desired[vip] = true
+			}
+		case hold && a.retry.pending[vip] && a.rec.Held(vip):
+			a.announce(vip)
 		}
 	}
 }
@@ -94,9 +107,10 @@ func (a *Announcer) reannounce(held []netip.Prefix, _ string) {
 func (a *Announcer) announce(vip netip.Prefix) {
 	demoted := a.demoted.Load()
 	if err := a.routes.Announce(vip, demoted); err != nil {
-		a.log.Error("Announcing the VIP route failed", "address", vip, "error", err)
+		a.failed(vip, "Announcing the VIP route failed", err)
 		return
 	}
+	a.retry.done(vip)
 	now := normal
 	if demoted {
 		now = demotedRoute
@@ -107,11 +121,22 @@ func (a *Announcer) announce(vip netip.Prefix) {
 	a.announced[vip] = now
 }
 
-func (a *Announcer) withdraw(vip netip.Prefix) {
+func (a *Announcer) withdraw(vip netip.Prefix) bool {
 	if err := a.routes.Withdraw(vip); err != nil {
-		a.log.Error("Withdrawing the VIP route failed", "address", vip, "error", err)
-		return
+		a.failed(vip, "Withdrawing the VIP route failed, keeping the VIP bound until it succeeds", err)
+		return false
 	}
+	a.retry.done(vip)
 	a.log.Info("VIP route withdrawn", "address", vip)
 	a.announced[vip] = withdrawn
+	return true
+}
+
+// failed counts a failed route change and runs the loop again after the
+// backoff; the next pass retries whatever still differs.
+func (a *Announcer) failed(vip netip.Prefix, msg string, err error) {
+	a.Failures.Add(1)
+	wait := a.retry.failed(vip)
+	a.log.Error(msg, "address", vip, "error", err, "retry_in", wait)
+	time.AfterFunc(wait, a.loop.Poke)
 }

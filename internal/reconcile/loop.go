@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"sync"
 	"time"
@@ -20,7 +21,9 @@ const (
 // Hooks are the side effects a Loop runs around its steps, in its goroutine.
 type Hooks struct {
 	// Before runs before each step with the desired set (BGP withdraws the
-	// routes of VIPs about to be removed).
+	// routes of VIPs about to be removed). It may set a VIP desired for
+	// this step to keep it bound (its route could not be withdrawn); not at
+	// shutdown, where the speaker's stop takes every route with it.
 	Before func(desired map[netip.Prefix]bool)
 	// Changed sees every change a step made.
 	Changed func(Change)
@@ -71,6 +74,9 @@ func (l *Loop) Hold(vip netip.Prefix) {
 	l.mu.Unlock()
 	l.wake()
 }
+
+// Poke runs a pass soon without changing what is desired (a retry).
+func (l *Loop) Poke() { l.wake() }
 
 func (l *Loop) wake() {
 	select {
@@ -130,7 +136,7 @@ func (l *Loop) releaseAll() {
 	l.mu.Unlock()
 	desired, _ := l.snapshot()
 	if l.hooks.Before != nil {
-		l.hooks.Before(desired)
+		l.hooks.Before(maps.Clone(desired))
 	}
 	if l.hooks.Stopping != nil {
 		l.hooks.Stopping()

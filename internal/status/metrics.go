@@ -20,6 +20,7 @@ type Metrics struct {
 	vipHeld, vrrpState, bgpUp, bfdUp   *prometheus.Desc
 	failOpen                           *prometheus.Desc
 	checks, transitions, actions, drop *prometheus.Desc
+	sendFailures                       *prometheus.Desc
 }
 
 // NewMetrics builds a registry with our collector and the Go and process collectors.
@@ -39,6 +40,8 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		transitions: prometheus.NewDesc(ns+"_transitions_total", "Transitions of this node by kind.", []string{"to"}, nil),
 		actions:     prometheus.NewDesc(ns+"_reconcile_actions_total", "Reconcile actions on the VIP addresses.", []string{"action"}, nil),
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
+		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",
+			[]string{"kind"}, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -50,7 +53,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop} {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures} {
 		ch <- d
 	}
 }
@@ -85,6 +88,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, a := range []string{"installed", "fixed", "removed", "failed"} {
 		counter(m.actions, s.Reconcile[a], a)
+	}
+	for kind, n := range s.SendFailures {
+		counter(m.sendFailures, n, kind)
 	}
 	for proto, reasons := range s.Drops {
 		for reason, n := range reasons {

@@ -4,20 +4,24 @@ import "time"
 
 // Snapshot is everything /status shows.
 type Snapshot struct {
-	Version     string                       `json:"version"`
-	Mode        string                       `json:"mode"`
-	Interface   string                       `json:"interface"`
-	Started     time.Time                    `json:"started"`
-	Ready       bool                         `json:"ready"`
-	Health      Health                       `json:"health"`
-	VIPs        []VIP                        `json:"vips"`
-	FailOpen    FailOpen                     `json:"fail_open"`
-	VRRP        []VRRP                       `json:"vrrp,omitempty"`
-	BGPPeers    []BGPPeer                    `json:"bgp_peers,omitempty"`
-	BFD         []BFDSession                 `json:"bfd_sessions,omitempty"`
-	Reconcile   map[string]uint64            `json:"reconcile_actions"`
-	Drops       map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
-	Transitions []Transition                 `json:"transitions"`
+	Version   string                       `json:"version"`
+	Mode      string                       `json:"mode"`
+	Interface string                       `json:"interface"`
+	Started   time.Time                    `json:"started"`
+	Ready     bool                         `json:"ready"`
+	Health    Health                       `json:"health"`
+	VIPs      []VIP                        `json:"vips"`
+	FailOpen  FailOpen                     `json:"fail_open"`
+	VRRP      []VRRP                       `json:"vrrp,omitempty"`
+	BGPPeers  []BGPPeer                    `json:"bgp_peers,omitempty"`
+	BFD       []BFDSession                 `json:"bfd_sessions,omitempty"`
+	Reconcile map[string]uint64            `json:"reconcile_actions"`
+	Drops     map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
+	// SendFailures counts what could not be sent or changed, by kind:
+	// vrrp (advertisements), garp (gratuitous ARP / NA), bgp_route
+	// (announcements and withdrawals, each retried).
+	SendFailures map[string]uint64 `json:"send_failures"`
+	Transitions  []Transition      `json:"transitions"`
 }
 
 // Health is the apiserver check's state.

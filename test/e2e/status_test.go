@@ -72,7 +72,8 @@ func TestStatusAndMetrics(t *testing.T) {
 		`novaedge_cpvip_vrrp_state{vip="192.0.2.100/32"} 2`,
 		`novaedge_cpvip_health_checks_total{result="success"}`,
 		`novaedge_cpvip_health_check_duration_seconds_bucket`,
-		`novaedge_cpvip_transitions_total{to="held"}`,
+		`novaedge_cpvip_transitions_total{to="held"} 2`, // one per VIP: re-announcements are not transitions
+		`novaedge_cpvip_send_failures_total{kind="garp"} 0`, `novaedge_cpvip_send_failures_total{kind="vrrp"} 0`,
 		`novaedge_cpvip_reconcile_actions_total{action="installed"} 2`,
 		`novaedge_cpvip_packets_dropped_total{proto="vrrp",reason="checksum"} 0`,
 		`go_goroutines`, `process_resident_memory_bytes`,
