@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/novaedge/cpvip/internal/leakcheck"
 )
 
 func FuzzParseEnvFile(f *testing.F) {
@@ -98,6 +100,38 @@ func FuzzReload(f *testing.F) {
 		}
 		if !slices.Equal(before, os.Environ()) {
 			t.Fatal("reload changed the process environment")
+		}
+	})
+}
+
+// FuzzSecretsNeverEchoed: whatever a peer list around a password looks like
+// (unencoded ',' '&' '+' '%' inside it included), no error of the peer
+// list decoder or of Load repeats any piece of the password.
+func FuzzSecretsNeverEchoed(f *testing.F) {
+	f.Add("192.0.2.1@65001?", []byte("QX,ZJ&W"), "&multihop=2")
+	f.Add("192.0.2.1@65001?multihop=2&", []byte("QXZ,192.0.2.2@1"), ",[2001:db8::1]@65002")
+	f.Add("", []byte("QXZJ"), "")
+	f.Fuzz(func(t *testing.T, before string, raw []byte, after string) {
+		secret := leakcheck.Secret(raw)
+		value := before + "password=" + secret + after
+		var l PeerList
+		if err := l.Decode(value); err != nil {
+			if w := leakcheck.Fragment(err.Error(), value, secret, 3); w != "" {
+				t.Fatalf("Decode(%q): error %q repeats %q of the password", value, err, w)
+			}
+		}
+		_, err := LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "bgp",
+			"NOVAEDGE_BGP_LOCAL_AS": "65001", "NOVAEDGE_BGP_ROUTER_ID": "192.0.2.11", "NOVAEDGE_BGP_PEERS": value})
+		if err != nil {
+			if w := leakcheck.Fragment(err.Error(), value, secret, 3); w != "" {
+				t.Fatalf("Load(NOVAEDGE_BGP_PEERS=%q): error %q repeats %q of the password", value, err, w)
+			}
+		}
+		_, err = LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_BGP_PASSWORD": secret + after})
+		if err != nil {
+			if w := leakcheck.Fragment(err.Error(), secret+after, secret, 3); w != "" {
+				t.Fatalf("Load(NOVAEDGE_BGP_PASSWORD): error %q repeats %q", err, w)
+			}
 		}
 	})
 }

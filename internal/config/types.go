@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -156,7 +155,7 @@ func (p BGPPeer) format(redact bool) string {
 	s := addr + "@" + strconv.FormatUint(uint64(p.AS), 10)
 	var opts []string
 	if p.Password != "" {
-		v := url.QueryEscape(p.Password)
+		v := strings.ReplaceAll(url.QueryEscape(p.Password), "+", "%20") // read back with PathUnescape
 		if redact {
 			v = redacted
 		}
@@ -174,18 +173,31 @@ func (p BGPPeer) format(redact bool) string {
 // redacted stands for a secret in what the daemon prints.
 const redacted = "<redacted>"
 
-// passwordOption finds per-peer passwords in a peer list.
-var passwordOption = regexp.MustCompile(`password=[^&,]*`)
+// passwordOption starts a per-peer password in a peer list.
+const passwordOption = "password="
 
-// redactPasswords hides every per-peer password in s.
+// redactPasswords hides every per-peer password in s: everything from the
+// first "password=" on, for a ',' or '&' left unencoded inside a password
+// leaves no way to tell where it ends.
 func redactPasswords(s string) string {
-	return passwordOption.ReplaceAllString(s, "password="+redacted)
+	if i := strings.Index(s, passwordOption); i >= 0 {
+		return s[:i] + passwordOption + redacted
+	}
+	return s
+}
+
+// afterPassword is the error for a part of a peer list that follows a
+// password and does not parse: it may be the password's own text, so it
+// is not repeated.
+func afterPassword(what string, n int) error {
+	return fmt.Errorf("%s %d, after a password, does not parse (not repeated: it may be part of the password; percent-encode ',' '&' '%%' in a password as %%2C %%26 %%25)", what, n)
 }
 
 // ParseBGPPeer parses ADDR@AS[?OPTIONS]; an IPv6 address may stand in
 // brackets. OPTIONS are password=P (TCP MD5, percent-encoded: %2C for a
-// comma, %26 for &, %25 for %) and multihop=N (eBGP multihop TTL 1-255),
-// joined by &. Errors never repeat the password.
+// comma, %26 for &, %25 for %; a literal + is a +) and multihop=N (eBGP
+// multihop TTL 1-255), joined by &. Errors never repeat the password, nor
+// any text after it.
 func ParseBGPPeer(s string) (BGPPeer, error) {
 	base, query, hasOpts := strings.Cut(strings.TrimSpace(s), "?")
 	addr, as, ok := strings.Cut(base, "@")
@@ -193,18 +205,19 @@ func ParseBGPPeer(s string) (BGPPeer, error) {
 		return BGPPeer{}, fmt.Errorf("peer %q: want ADDR@AS", redactPasswords(s))
 	}
 	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
+	shown := redactPasswords(base) // a "password=" before any "?" is still a password
 	ip, err := netip.ParseAddr(addr)
 	if err != nil || ip.Zone() != "" {
-		return BGPPeer{}, fmt.Errorf("peer %q: %q is not an IP address", base, addr)
+		return BGPPeer{}, fmt.Errorf("peer %q: %q is not an IP address", shown, redactPasswords(addr))
 	}
 	n, err := parseAS(as)
 	if err != nil {
-		return BGPPeer{}, fmt.Errorf("peer %q: %w", base, err)
+		return BGPPeer{}, fmt.Errorf("peer %q: %w", shown, err)
 	}
 	p := BGPPeer{Address: ip.Unmap(), AS: n}
 	if hasOpts {
 		if err := p.parseOptions(query); err != nil {
-			return BGPPeer{}, fmt.Errorf("peer %q: %w", base, err)
+			return BGPPeer{}, fmt.Errorf("peer %q: %w", shown, err)
 		}
 	}
 	return p, nil
@@ -213,34 +226,48 @@ func ParseBGPPeer(s string) (BGPPeer, error) {
 // parseOptions reads the per-peer options after the "?".
 func (p *BGPPeer) parseOptions(query string) error {
 	seen := map[string]bool{}
-	for _, kv := range strings.Split(query, "&") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || v == "" {
-			return fmt.Errorf("option %q: want NAME=VALUE", redactPasswords(kv))
-		}
-		if seen[k] {
-			return fmt.Errorf("option %s given twice", k)
-		}
-		seen[k] = true
-		switch k {
-		case "password":
-			pw, err := url.QueryUnescape(v)
-			if err != nil {
-				return errors.New("option password: bad percent-encoding")
+	for n, kv := range strings.Split(query, "&") {
+		if seen["password"] {
+			if err := p.parseOption(kv, seen); err != nil {
+				return afterPassword("option", n+1)
 			}
-			if len(pw) > 80 {
-				return errors.New("option password: at most 80 bytes (TCP MD5)")
-			}
-			p.Password = pw
-		case "multihop":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 255 {
-				return fmt.Errorf("option multihop=%s: want a TTL 1-255", v)
-			}
-			p.Multihop = n
-		default:
-			return fmt.Errorf("unknown option %q (known: password, multihop)", k)
+			continue
 		}
+		if err := p.parseOption(kv, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseOption reads one NAME=VALUE option.
+func (p *BGPPeer) parseOption(kv string, seen map[string]bool) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || v == "" {
+		return fmt.Errorf("option %q: want NAME=VALUE", redactPasswords(kv))
+	}
+	if seen[k] {
+		return fmt.Errorf("option %s given twice", k)
+	}
+	seen[k] = true
+	switch k {
+	case "password":
+		pw, err := url.PathUnescape(v) // not QueryUnescape: a + stays a +
+		if err != nil {
+			return errors.New("option password: bad percent-encoding")
+		}
+		if len(pw) > 80 {
+			return errors.New("option password: at most 80 bytes (TCP MD5)")
+		}
+		p.Password = pw
+	case "multihop":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 255 {
+			return fmt.Errorf("option multihop=%s: want a TTL 1-255", v)
+		}
+		p.Multihop = n
+	default:
+		return fmt.Errorf("unknown option %q (known: password, multihop)", k)
 	}
 	return nil
 }
@@ -248,7 +275,7 @@ func (p *BGPPeer) parseOptions(query string) error {
 func parseAS(s string) (uint32, error) {
 	n, err := strconv.ParseUint(s, 10, 32)
 	if err != nil || n == 0 {
-		return 0, fmt.Errorf("AS %q must be a number 1-4294967295", s)
+		return 0, fmt.Errorf("AS %q must be a number 1-4294967295", redactPasswords(s))
 	}
 	return uint32(n), nil
 }
@@ -259,11 +286,16 @@ type PeerList []BGPPeer
 // Decode implements envconfig.Decoder.
 func (l *PeerList) Decode(s string) error {
 	var out PeerList
-	for _, f := range splitList(s) {
+	password := false
+	for n, f := range splitList(s) {
 		p, err := ParseBGPPeer(f)
-		if err != nil {
+		switch {
+		case err != nil && password:
+			return afterPassword("peer", n+1)
+		case err != nil:
 			return err
 		}
+		password = password || strings.Contains(f, passwordOption)
 		out = append(out, p)
 	}
 	*l = out

@@ -261,38 +261,53 @@ func (r *Result) mpbgp(take func(string) (string, bool)) {
 // password and multihop.
 func parsePeers(s string) (config.PeerList, error) {
 	var out config.PeerList
-	for _, p := range strings.Split(s, ",") {
+	password := false // an entry before had one: a ',' inside it made the next "entries"
+	for n, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
-		addr, rest := p, ""
-		if strings.HasPrefix(p, "[") {
-			end := strings.Index(p, "]")
-			if end < 0 {
-				return nil, fmt.Errorf("bgp_peers entry %q: unclosed [", redactEntry(p))
-			}
-			addr, rest = p[1:end], strings.TrimPrefix(p[end+1:], ":")
-		} else if i := strings.Index(p, ":"); i >= 0 {
-			addr, rest = p[:i], p[i+1:]
+		peer, hasPassword, err := parsePeer(p)
+		switch {
+		case err != nil && password:
+			return nil, fmt.Errorf("bgp_peers entry %d, after a password, does not parse (not repeated: it may be part of the password, which must not hold ',')", n+1)
+		case err != nil:
+			return nil, err
 		}
-		fields := strings.SplitN(rest, ":", 3)
-		if fields[0] == "" {
-			return nil, fmt.Errorf("bgp_peers entry %q: want ADDRESS:AS", redactEntry(p))
-		}
-		peer, err := config.ParseBGPPeer(addr + "@" + fields[0])
-		if err != nil {
-			return nil, fmt.Errorf("bgp_peers entry %q: %w", redactEntry(p), err)
-		}
-		if len(fields) > 1 {
-			peer.Password = fields[1]
-		}
-		if len(fields) > 2 && fields[2] == "true" {
-			peer.Multihop = 255
-		}
+		password = password || hasPassword
 		out = append(out, peer)
 	}
 	return out, nil
 }
 
-// redactEntry hides the password field of a bgp_peers entry.
+// parsePeer reads one bgp_peers entry and says whether it has a password
+// field (empty or not: a ',' right after the ':' may be the password's).
+func parsePeer(p string) (config.BGPPeer, bool, error) {
+	addr, rest := p, ""
+	if strings.HasPrefix(p, "[") {
+		end := strings.Index(p, "]")
+		if end < 0 {
+			return config.BGPPeer{}, false, fmt.Errorf("bgp_peers entry %q: unclosed [", redactEntry(p))
+		}
+		addr, rest = p[1:end], strings.TrimPrefix(p[end+1:], ":")
+	} else if i := strings.Index(p, ":"); i >= 0 {
+		addr, rest = p[:i], p[i+1:]
+	}
+	fields := strings.SplitN(rest, ":", 3)
+	if fields[0] == "" {
+		return config.BGPPeer{}, false, fmt.Errorf("bgp_peers entry %q: want ADDRESS:AS", redactEntry(p))
+	}
+	peer, err := config.ParseBGPPeer(addr + "@" + fields[0])
+	if err != nil {
+		return config.BGPPeer{}, false, fmt.Errorf("bgp_peers entry %q: %w", redactEntry(p), err)
+	}
+	if len(fields) > 1 {
+		peer.Password = fields[1]
+	}
+	if len(fields) > 2 && fields[2] == "true" {
+		peer.Multihop = 255
+	}
+	return peer, len(fields) > 1, nil
+}
+
+// redactEntry hides the password field of a bgp_peers entry and everything after it.
 func redactEntry(p string) string {
 	head, rest := p, ""
 	if strings.HasPrefix(p, "[") {
@@ -302,7 +317,9 @@ func redactEntry(p string) string {
 	} else if i := strings.Index(p, ":"); i >= 0 {
 		head, rest = p[:i], p[i:]
 	}
-	f := strings.SplitN(rest, ":", 4) // "", AS, PASSWORD, MULTIHOP
+	// "", AS, then the password and what follows it: all hidden, for a ':'
+	// inside the password leaves no way to tell where it ends.
+	f := strings.SplitN(rest, ":", 3)
 	if len(f) > 2 && f[2] != "" {
 		f[2] = "<redacted>"
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/leakcheck"
 )
 
 func TestConvert(t *testing.T) {
@@ -200,6 +201,26 @@ func FuzzConvert(f *testing.F) {
 		}
 		if _, err := config.ParseEnvFile(bytes.NewReader(r.EnvFile("x"))); err != nil {
 			t.Fatalf("output is not an env file: %v", err)
+		}
+	})
+}
+
+// FuzzPeerPasswordsNeverEchoed: no error of the bgp_peers reader repeats a
+// piece of an entry's password (ADDR:AS:PASSWORD...), whatever separators
+// the password holds.
+func FuzzPeerPasswordsNeverEchoed(f *testing.F) {
+	f.Add("192.0.2.1", "65001", []byte("QX,ZJ,W"), ":true,192.0.2.2:65002")
+	f.Add("192.0.2.1", "65001", []byte("QXZ]J:"), "")
+	f.Fuzz(func(t *testing.T, addr, as string, raw []byte, after string) {
+		if strings.ContainsAny(addr+as, ":,[]") {
+			return // the password would not be the third field
+		}
+		secret := leakcheck.Secret(raw)
+		value := addr + ":" + as + ":" + secret + after
+		if _, err := parsePeers(value); err != nil {
+			if w := leakcheck.Fragment(err.Error(), value, secret, 3); w != "" {
+				t.Fatalf("parsePeers(%q): error %q repeats %q of the password", value, err, w)
+			}
 		}
 	})
 }
