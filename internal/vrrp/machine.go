@@ -71,9 +71,10 @@ type Machine struct {
 	masterAdverInt time.Duration
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
-	masterPriority uint8 // priority of the last advertisement a backup heard from its master
-	candidate      bool  // SetCandidate's last word
-	fault          bool  // no carrier: state Fault whatever candidate says
+	masterPriority uint8     // priority of the last advertisement a backup heard from its master
+	lastAnswer     time.Time // a master's last answer to a weaker master
+	candidate      bool      // SetCandidate's last word
+	fault          bool      // no carrier: state Fault whatever candidate says
 }
 
 // NewMachine returns a machine in Initialize.
@@ -279,10 +280,15 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
+		case !m.lastAnswer.IsZero() && now.Sub(m.lastAnswer) < m.p.Interval:
+			// Answered one within the interval already: discarded, as RFC
+			// 5798 does, so a host sending weaker advertisements fast gets
+			// at most one answer per interval, not one each.
 		default:
 			// RFC 5798 discards it. Another master means a split brain just
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
 			// at once and win the neighbours' caches back.
+			m.lastAnswer = now
 			m.deadline = now.Add(m.p.Interval)
 			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true, Other: src}}
 		}

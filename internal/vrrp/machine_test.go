@@ -307,3 +307,27 @@ func TestTurnedUnhealthyBeforeTakingOver(t *testing.T) {
 		t.Fatal("an unhealthy backup took the VIP from a fail-open master")
 	}
 }
+
+// TestWeakerAdvertsAnsweredOncePerInterval: a master answers a weaker
+// master at once, but a flood of weaker advertisements (forged, or a
+// misconfigured router) gets at most one answer per advertisement interval.
+func TestWeakerAdvertsAnsweredOncePerInterval(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.11"))
+	weaker := netip.MustParseAddr("192.0.2.10")
+	now := m.Deadline().Add(-time.Second) // the master's adver timer was set at now
+	answers := 0
+	for i := range 1000 { // 1000 adverts over 2 s
+		at := now.Add(time.Duration(i) * 2 * time.Millisecond)
+		for _, a := range m.Receive(adv(50, 100), weaker, at) {
+			if a.Send {
+				answers++
+			}
+		}
+	}
+	if answers != 2 {
+		t.Fatalf("%d answers to 1000 weaker advertisements over 2 s at a 1 s interval, want 2", answers)
+	}
+	if m.State() != Master {
+		t.Fatalf("state %s", m.State())
+	}
+}
