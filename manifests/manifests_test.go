@@ -44,11 +44,20 @@ func TestStaticPods(t *testing.T) {
 			sc := c.SecurityContext
 			if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
 				!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) ||
-				sc.Privileged != nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-				t.Errorf("capabilities must be exactly NET_ADMIN and NET_RAW, nothing else: %+v", sc)
+				sc.Privileged != nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("capabilities must be exactly NET_ADMIN and NET_RAW, nothing else, the root read-only: %+v", sc)
 			}
-			if psc := pod.Spec.SecurityContext; psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
-				t.Errorf("seccompProfile must be RuntimeDefault")
+			// Privilege escalation stays allowed: no_new_privs would make the
+			// kernel ignore the binary's file capabilities (non-root).
+			if sc.AllowPrivilegeEscalation == nil || !*sc.AllowPrivilegeEscalation {
+				t.Errorf("allowPrivilegeEscalation must be true for the file capabilities of a non-root process")
+			}
+			psc := pod.Spec.SecurityContext
+			if psc == nil || psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Fatalf("seccompProfile must be RuntimeDefault")
+			}
+			if psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+				t.Errorf("the pod must run as a non-root user")
 			}
 			for _, e := range c.Env {
 				if config.IsSecret(e.Name, e.Value) {

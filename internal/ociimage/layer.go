@@ -21,6 +21,22 @@ import (
 // trailing slash each), every time stamp the epoch so that the same file
 // gives the same layer. A directory named tmp/ gets mode 1777.
 func FileLayer(name string, data []byte, dirs []string, opts ...tarball.LayerOption) (v1.Layer, error) {
+	return File{Name: name, Data: data, Dirs: dirs}.Layer(opts...)
+}
+
+// File is one executable for a layer: its path (relative, like usr/bin/x),
+// contents, extra empty directories, and capabilities it carries (file
+// capabilities: see fileCaps), if any.
+type File struct {
+	Name string
+	Data []byte
+	Dirs []string
+	Caps []int
+}
+
+// Layer builds the layer of f, as FileLayer does.
+func (f File) Layer(opts ...tarball.LayerOption) (v1.Layer, error) {
+	name, data, dirs := f.Name, f.Data, f.Dirs
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0)
@@ -41,7 +57,11 @@ func FileLayer(name string, data []byte, dirs []string, opts ...tarball.LayerOpt
 			return nil, err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}); err != nil {
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: epoch}
+	if len(f.Caps) > 0 {
+		hdr.PAXRecords, hdr.Format = map[string]string{xattrCaps: fileCaps(f.Caps...)}, tar.FormatPAX
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
 		return nil, err
 	}
 	if _, err := tw.Write(data); err != nil {

@@ -124,7 +124,8 @@ var podTemplate = template.Must(template.New("pod").Parse(`# novaedge-cpvip as a
 {{- if .Secrets}}
 # Secrets never go in a pod's env (the mirror pod is readable through the API):
 # {{range $i, $s := .Secrets}}{{if $i}}, {{end}}{{$s}}{{end}} must be in {{.SecretsFile}}
-# on every node (KEY=VALUE lines, mode 0600), which the pod reads.
+# on every node (KEY=VALUE lines, mode 0600, owned by 65534, the pod's user:
+# chown 65534:65534 {{.SecretsFile}}), which the pod reads.
 {{- end}}
 apiVersion: v1
 kind: Pod
@@ -143,6 +144,12 @@ spec:
   securityContext:
     seccompProfile:
       type: RuntimeDefault
+    # nobody: the binary in the image carries CAP_NET_ADMIN and CAP_NET_RAW
+    # as file capabilities, the only way a runtime gives them to a non-root
+    # process.
+    runAsNonRoot: true
+    runAsUser: 65534
+    runAsGroup: 65534
   containers:
     - name: novaedge-cpvip
       image: {{.Image}}
@@ -154,7 +161,10 @@ spec:
           value: {{.Value}}
 {{- end}}
       securityContext:
-        allowPrivilegeEscalation: false
+        # true: with no_new_privs the kernel ignores file capabilities. Safe
+        # here: the image holds only our binary, no setuid file, the root
+        # filesystem is read-only and the bounding set is the two below.
+        allowPrivilegeEscalation: true
         readOnlyRootFilesystem: true
         capabilities:
           drop: ["ALL"]

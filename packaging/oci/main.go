@@ -72,9 +72,16 @@ func build(bin, out, repo, tag string) error {
 	return nil
 }
 
+// nonRoot is the image's user: nobody:nogroup.
+const nonRoot = "65534:65534"
+
 // image builds the image: OCI media types, one layer, entrypoint and labels.
 func image(bin []byte, tag string) (v1.Image, error) {
-	layer, err := ociimage.FileLayer(binPath, bin, nil, tarball.WithMediaType(types.OCILayer))
+	// Non-root, with the two capabilities it needs as file capabilities: a
+	// runtime gives a non-root process no ambient capabilities, so the
+	// binary carries them (within the pod's bounding set).
+	layer, err := ociimage.File{Name: binPath, Data: bin, Caps: []int{ociimage.CapNetAdmin, ociimage.CapNetRaw}}.Layer(
+		tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +89,7 @@ func image(bin []byte, tag string) (v1.Image, error) {
 	return ociimage.Image(base, layer, func(c *v1.Config) {
 		c.Entrypoint = []string{"/" + binPath}
 		c.Cmd = []string{"run"}
-		c.User = "0"
+		c.User = nonRoot
 		c.Labels = map[string]string{
 			"org.opencontainers.image.title":    "novaedge-cpvip",
 			"org.opencontainers.image.version":  tag,
@@ -124,6 +131,9 @@ func check(dir string) error {
 	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/"+binPath {
 		return fmt.Errorf("entrypoint %v", cf.Config.Entrypoint)
 	}
+	if cf.Config.User != nonRoot {
+		return fmt.Errorf("user %q, want %s", cf.Config.User, nonRoot)
+	}
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		return fmt.Errorf("layers: %d, %v", len(layers), err)
@@ -143,7 +153,10 @@ func check(dir string) error {
 			return err
 		}
 		if h.Name == binPath && h.Mode&0o111 != 0 && h.Size > 0 {
-			fmt.Printf("OCI layout %s ok: %s, entrypoint %v, %s (%d bytes)\n", dir, m.Manifests[0].Digest, cf.Config.Entrypoint, binPath, h.Size)
+			if h.PAXRecords["SCHILY.xattr.security.capability"] == "" {
+				return errors.New(binPath + " carries no file capabilities: a non-root user could not bind the VIP")
+			}
+			fmt.Printf("OCI layout %s ok: %s, entrypoint %v, user %s, %s (%d bytes, file capabilities)\n", dir, m.Manifests[0].Digest, cf.Config.Entrypoint, cf.Config.User, binPath, h.Size)
 			return nil
 		}
 	}

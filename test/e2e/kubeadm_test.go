@@ -84,6 +84,7 @@ func TestKubeadmL2(t *testing.T) {
 	if _, err := lab.FirstOK(probe, time.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	t.Run("least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })
 	steady := func(i int) func() error { // node i's apiserver serves again and one node holds the VIP
 		return func() error {
 			if !k.kc.APIServerLive(i) {
