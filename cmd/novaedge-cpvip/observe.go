@@ -61,15 +61,13 @@ func (d *daemon) snapshot() status.Snapshot {
 			s.FailOpen.Priority = in.Priority
 			s.VRRP = append(s.VRRP, status.VRRP{VIP: in.VIP.String(), State: in.State.String(), Master: addrString(in.Master.String()),
 				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason,
-				OtherGroups: otherGroups(in.Foreign)})
+				OtherGroups: otherGroups(in.Foreign, in.VIP.Addr().Is6())})
 			for r, n := range in.Drops {
 				drops[string(r)] += n
 			}
+			s.SendFailures["vrrp"] = in.SendErrors // one election: the same count for each VIP
 		}
 		s.Drops["vrrp"] = drops
-		if st := d.vrrp.Statuses(); len(st) > 0 {
-			s.SendFailures["vrrp"] = st[0].SendErrors
-		}
 		s.SendFailures["garp"] = d.l2.SendFailed.Load()
 	}
 	if d.bgpAnn != nil {
@@ -97,10 +95,14 @@ func (d *daemon) snapshot() status.Snapshot {
 	return s
 }
 
-func otherGroups(fs []vrrp.Foreign) []string {
+// otherGroups lists the foreign groups heard in one address family (the
+// instance hears both; each VIP's entry shows its family's).
+func otherGroups(fs []vrrp.Foreign, v6 bool) []string {
 	var out []string
 	for _, f := range fs {
-		out = append(out, fmt.Sprintf("%s %v", f.Source, f.Addresses))
+		if f.Source.Is6() == v6 {
+			out = append(out, fmt.Sprintf("%s %v", f.Source, f.Addresses))
+		}
 	}
 	return out
 }

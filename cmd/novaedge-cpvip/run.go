@@ -39,11 +39,7 @@ func run(args []string, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	reloader, err := config.NewReloader(fl)
-	if err != nil {
-		fmt.Fprintf(stderr, "novaedge-cpvip: %v\n", err)
-		return exitConfig
-	}
+	reloader := config.NewReloader(fl)
 	oneProc()
 	log, level := newLogger(cfg, stderr)
 	for _, w := range warnings {

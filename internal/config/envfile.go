@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -65,4 +66,23 @@ func unquote(v string) (string, error) {
 		inner = strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(inner)
 	}
 	return inner, nil
+}
+
+// readEnvFile parses the env file at path; unknown names of ours are an error.
+func readEnvFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading --env-file: %w", err)
+	}
+	defer f.Close()
+	vars, err := ParseEnvFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("env file %s: %w", path, err)
+	}
+	for k := range vars {
+		if _, known := fieldByEnv(k); isOwnName(k) && !known {
+			return nil, fmt.Errorf("env file %s: unknown variable %s", path, k)
+		}
+	}
+	return vars, nil
 }

@@ -19,6 +19,7 @@ var ownPrefixes = [...]string{"NOVAEDGE_CP_VIP_", "NOVAEDGE_BGP_", "NOVAEDGE_BFD
 type Flags struct {
 	EnvFile string
 	set     map[string]string // environment name -> value given by its flag
+	file    map[string]string // the env file as the last load read it (a Reloader's start)
 }
 
 type flagValue struct {
@@ -95,9 +96,11 @@ func loadGiven(fl *Flags) (*Config, map[string]string, []string, error) {
 func mergeInto(fl *Flags) ([]string, error) {
 	var warnings []string
 	if fl.EnvFile != "" {
-		if err := loadEnvFile(fl.EnvFile); err != nil {
+		vars, err := loadEnvFile(fl.EnvFile)
+		if err != nil {
 			return nil, err
 		}
+		fl.file = vars
 	}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -129,21 +132,22 @@ func Given(fl *Flags) (map[string]string, error) {
 	return given, err
 }
 
-// loadEnvFile exports the file's variables that the environment does not set.
-// Unknown names of ours in a file are an error: the file is ours to check.
-func loadEnvFile(path string) error {
+// loadEnvFile exports the file's variables that the environment does not
+// set, and returns the file's variables. Unknown names of ours in a file
+// are an error: the file is ours to check.
+func loadEnvFile(path string) (map[string]string, error) {
 	vars, err := readEnvFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for k, v := range vars {
 		if _, inEnv := os.LookupEnv(k); !inEnv {
 			if err := os.Setenv(k, v); err != nil {
-				return fmt.Errorf("setting %s: %w", k, err)
+				return nil, fmt.Errorf("setting %s: %w", k, err)
 			}
 		}
 	}
-	return nil
+	return vars, nil
 }
 
 // saveEnv records our variables as the environment has them now.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"os"
 	"reflect"
 )
@@ -20,18 +19,14 @@ type Reloader struct {
 	atStart map[string]string // the file as it was at start
 }
 
-// NewReloader records the env file of fl as it is now; Load reads it again.
-func NewReloader(fl *Flags) (*Reloader, error) {
+// NewReloader reloads what Load(fl) loaded: the env file as that load read
+// it is the start; Load reads it again.
+func NewReloader(fl *Flags) *Reloader {
 	r := &Reloader{fl: fl}
-	if fl == nil || fl.EnvFile == "" {
-		return r, nil
+	if fl != nil {
+		r.atStart = fl.file
 	}
-	vars, err := readEnvFile(fl.EnvFile)
-	if err != nil {
-		return nil, err
-	}
-	r.atStart = vars
-	return r, nil
+	return r
 }
 
 // HasFile says whether there is an env file to read again.
@@ -88,23 +83,4 @@ func WithLive(old, new *Config) *Config {
 		}
 	}
 	return &out
-}
-
-// readEnvFile parses the env file at path; unknown names of ours are an error.
-func readEnvFile(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading --env-file: %w", err)
-	}
-	defer f.Close()
-	vars, err := ParseEnvFile(f)
-	if err != nil {
-		return nil, fmt.Errorf("env file %s: %w", path, err)
-	}
-	for k := range vars {
-		if _, known := fieldByEnv(k); isOwnName(k) && !known {
-			return nil, fmt.Errorf("env file %s: unknown variable %s", path, k)
-		}
-	}
-	return vars, nil
 }

@@ -36,10 +36,7 @@ func TestReloadReadsTheFileAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewReloader(fl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := NewReloader(fl)
 	write("NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32\nNOVAEDGE_CP_VIP_PRIORITY=120\nNOVAEDGE_CP_VIP_VRID=9\nNOVAEDGE_CP_VIP_RISE_THRESHOLD=4\n")
 	c, err := r.Load()
 	if err != nil {

@@ -173,6 +173,9 @@ func (p BGPPeer) format(redact bool) string {
 // redacted stands for a secret in what the daemon prints.
 const redacted = "<redacted>"
 
+// maxMD5Password is the longest TCP MD5 key (Linux TCP_MD5SIG_MAXKEYLEN).
+const maxMD5Password = 80
+
 // passwordOption starts a per-peer password in a peer list.
 const passwordOption = "password="
 
@@ -227,13 +230,11 @@ func ParseBGPPeer(s string) (BGPPeer, error) {
 func (p *BGPPeer) parseOptions(query string) error {
 	seen := map[string]bool{}
 	for n, kv := range strings.Split(query, "&") {
-		if seen["password"] {
-			if err := p.parseOption(kv, seen); err != nil {
+		afterPw := seen["password"]
+		if err := p.parseOption(kv, seen); err != nil {
+			if afterPw {
 				return afterPassword("option", n+1)
 			}
-			continue
-		}
-		if err := p.parseOption(kv, seen); err != nil {
 			return err
 		}
 	}
@@ -256,8 +257,8 @@ func (p *BGPPeer) parseOption(kv string, seen map[string]bool) error {
 		if err != nil {
 			return errors.New("option password: bad percent-encoding")
 		}
-		if len(pw) > 80 {
-			return errors.New("option password: at most 80 bytes (TCP MD5)")
+		if len(pw) > maxMD5Password {
+			return fmt.Errorf("option password: at most %d bytes (TCP MD5)", maxMD5Password)
 		}
 		p.Password = pw
 	case "multihop":

@@ -177,8 +177,8 @@ func (c *Config) validateBGP() error {
 		return errorf("BGPHoldTime", c.BGPHoldTime, "must be whole seconds")
 	case c.BGPMultihop < 0 || c.BGPMultihop > 255:
 		return errorf("BGPMultihop", c.BGPMultihop, "must be 0-255")
-	case len(c.BGPPassword) > 80:
-		return errorf("BGPPassword", c.BGPPassword, "at most 80 bytes (TCP MD5, as per-peer passwords)")
+	case len(c.BGPPassword) > maxMD5Password:
+		return errorf("BGPPassword", c.BGPPassword, "at most %d bytes (TCP MD5, as per-peer passwords)", maxMD5Password)
 	case c.BGPNextHop.IsValid() && !c.BGPNextHop.IsGlobalUnicast():
 		return errorf("BGPNextHop", c.BGPNextHop, "must be a unicast address")
 	}

@@ -318,12 +318,32 @@ func selfSigned(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-func TestRunEmitsTransitions(t *testing.T) {
+// healthyServer is a stand-in apiserver answering 200, and a checker of it
+// without a token.
+func healthyServer(t *testing.T) (*apiserver, *Checker) {
+	t.Helper()
 	api := &apiserver{}
 	api.status.Store(200)
 	srv := httptest.NewTLSServer(api)
 	t.Cleanup(srv.Close)
-	c := newChecker(t, srv.URL+"/livez", "/nonexistent", "")
+	return api, newChecker(t, srv.URL+"/livez", "/nonexistent", "")
+}
+
+// wantTransition waits for the next transition from out and checks it is to s.
+func wantTransition(t *testing.T, out <-chan Transition, s State) {
+	t.Helper()
+	select {
+	case tr := <-out:
+		if tr.State != s {
+			t.Fatalf("transition to %v, want %v", tr.State, s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no transition to %v", s)
+	}
+}
+
+func TestRunEmitsTransitions(t *testing.T) {
+	api, c := healthyServer(t)
 	var mu sync.Mutex
 	results := 0
 	c.OnResult = func(Result) { mu.Lock(); results++; mu.Unlock() }
@@ -333,17 +353,7 @@ func TestRunEmitsTransitions(t *testing.T) {
 	done := make(chan struct{})
 	go func() { c.Run(ctx, out); close(done) }()
 
-	want := func(s State) {
-		t.Helper()
-		select {
-		case tr := <-out:
-			if tr.State != s {
-				t.Fatalf("transition to %v, want %v", tr.State, s)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no transition to %v", s)
-		}
-	}
+	want := func(s State) { t.Helper(); wantTransition(t, out, s) }
 	want(Healthy)
 	api.status.Store(500)
 	want(Unhealthy)

@@ -2,7 +2,6 @@ package health
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,11 +9,7 @@ import (
 
 // TestTuneThresholds: a reload's thresholds count from the next check.
 func TestTuneThresholds(t *testing.T) {
-	api := &apiserver{}
-	api.status.Store(200)
-	srv := httptest.NewTLSServer(api)
-	t.Cleanup(srv.Close)
-	c := newChecker(t, srv.URL+"/livez", "/nonexistent", "")
+	api, c := healthyServer(t)
 	var results atomic.Int64
 	c.OnResult = func(Result) { results.Add(1) }
 	ctx, cancel := context.WithCancel(context.Background())
@@ -22,19 +17,7 @@ func TestTuneThresholds(t *testing.T) {
 	done := make(chan struct{})
 	go func() { c.Run(ctx, out); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	next := func() Transition {
-		t.Helper()
-		select {
-		case tr := <-out:
-			return tr
-		case <-time.After(10 * time.Second):
-			t.Fatal("no transition")
-		}
-		return Transition{}
-	}
-	if tr := next(); tr.State != Healthy {
-		t.Fatalf("first transition %v", tr.State)
-	}
+	wantTransition(t, out, Healthy)
 	timing := Timing{Interval: 10 * time.Millisecond, Timeout: 200 * time.Millisecond, FailThreshold: 1000, RiseThreshold: 1}
 	c.Tune(timing)
 	for n := results.Load(); results.Load() < n+2; { // applied before the next check
@@ -51,7 +34,5 @@ func TestTuneThresholds(t *testing.T) {
 	}
 	timing.FailThreshold = 1
 	c.Tune(timing)
-	if tr := next(); tr.State != Unhealthy {
-		t.Fatalf("transition %v, want unhealthy after the threshold was lowered", tr.State)
-	}
+	wantTransition(t, out, Unhealthy) // the threshold lowered
 }

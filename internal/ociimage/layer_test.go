@@ -6,31 +6,45 @@ import (
 	"io"
 	"slices"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-func TestFileLayer(t *testing.T) {
-	l, err := FileLayer("usr/local/bin/x", []byte("bin"), []string{"tmp/"})
-	if err != nil {
-		t.Fatal(err)
-	}
+// headers reads the tar headers of a layer, in order.
+func headers(t *testing.T, l v1.Layer) []*tar.Header {
+	t.Helper()
 	rc, err := l.Uncompressed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
-	var names []string
+	var out []*tar.Header
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return out
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, h)
+	}
+}
+
+func TestFileLayer(t *testing.T) {
+	l, err := FileLayer("usr/local/bin/x", []byte("bin"), []string{"tmp/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range headers(t, l) {
 		names = append(names, h.Name)
 		if h.Name == "tmp/" && h.Mode != 0o1777 || h.Name == "usr/local/bin/x" && (h.Mode != 0o755 || h.Size != 3) || h.ModTime.Unix() != 0 {
 			t.Errorf("%s: mode %o size %d time %v", h.Name, h.Mode, h.Size, h.ModTime)
+		}
+		if len(h.PAXRecords) > 0 {
+			t.Errorf("%s: PAX records %v without capabilities asked for", h.Name, h.PAXRecords)
 		}
 	}
 	if want := []string{"usr/", "usr/local/", "usr/local/bin/", "tmp/", "usr/local/bin/x"}; !slices.Equal(names, want) {
@@ -55,22 +69,12 @@ func TestFileCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := l.Uncompressed()
-	if err != nil {
-		t.Fatal(err)
+	hs := headers(t, l)
+	i := slices.IndexFunc(hs, func(h *tar.Header) bool { return h.Name == "usr/local/bin/x" })
+	if i < 0 {
+		t.Fatal("no file in the layer")
 	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			t.Fatalf("no file with capabilities: %v", err)
-		}
-		if h.Name == "usr/local/bin/x" {
-			if got := hex.EncodeToString([]byte(h.PAXRecords[xattrCaps])); got != setcap {
-				t.Fatalf("layer xattr %s, want %s", got, setcap)
-			}
-			return
-		}
+	if got := hex.EncodeToString([]byte(hs[i].PAXRecords[xattrCaps])); got != setcap {
+		t.Fatalf("layer xattr %s, want %s", got, setcap)
 	}
 }

@@ -52,12 +52,9 @@ func SendMsg(rc syscall.RawConn, b, oob []byte, to netip.AddrPort) error {
 // IfIndex returns the index of the interface name by one SIOCGIFINDEX
 // ioctl on fd (any socket of the network namespace).
 func IfIndex(fd int, name string) (int, error) {
-	ifr, err := unix.NewIfreq(name)
+	ifr, err := ifreq(fd, name, unix.SIOCGIFINDEX)
 	if err != nil {
 		return 0, err
-	}
-	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCGIFINDEX, uintptr(unsafe.Pointer(ifr))); e != 0 {
-		return 0, e
 	}
 	return int(ifr.Uint32()), nil
 }
@@ -65,12 +62,22 @@ func IfIndex(fd int, name string) (int, error) {
 // IfFlags returns the interface flags of name (IFF_UP, IFF_RUNNING, ...)
 // by one SIOCGIFFLAGS ioctl on fd, any socket of the network namespace.
 func IfFlags(fd int, name string) (uint16, error) {
-	ifr, err := unix.NewIfreq(name)
+	ifr, err := ifreq(fd, name, unix.SIOCGIFFLAGS)
 	if err != nil {
 		return 0, err
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(ifr))); e != 0 {
-		return 0, e
-	}
 	return ifr.Uint16(), nil
+}
+
+// ifreq runs one interface ioctl req for name on fd, without the runtime's
+// syscall bookkeeping (it does not block), and returns its answer.
+func ifreq(fd int, name string, req uintptr) (*unix.Ifreq, error) {
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(unsafe.Pointer(ifr))); e != 0 {
+		return nil, e
+	}
+	return ifr, nil
 }

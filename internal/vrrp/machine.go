@@ -73,8 +73,7 @@ type Machine struct {
 	master         netip.Addr
 	masterPriority uint8     // priority of the last advertisement a backup heard from its master
 	lastAnswer     time.Time // a master's last answer to a weaker master
-	candidate      bool      // SetCandidate's last word
-	fault          bool      // no carrier: state Fault whatever candidate says
+	candidate      bool      // SetCandidate's last word; state Fault ignores it until carrier returns
 }
 
 // NewMachine returns a machine in Initialize.
@@ -172,7 +171,7 @@ func (m *Machine) handoverSkew() time.Duration {
 func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
 	m.candidate = ok
 	switch {
-	case m.fault:
+	case m.state == Fault:
 		return nil // SetCarrier(true) starts it
 	case ok && m.state == Initialize:
 		m.masterAdverInt = m.p.Interval
@@ -190,12 +189,10 @@ func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
 // an equal master that took over meanwhile.
 func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 	switch {
-	case !up && !m.fault:
-		m.fault = true
+	case !up && m.state != Fault:
 		m.state, m.deadline = Fault, time.Time{}
 		return []Action{{To: Fault, Changed: true, Reason: "no carrier on the interface"}}
-	case up && m.fault:
-		m.fault = false
+	case up && m.state == Fault:
 		if m.candidate {
 			m.masterAdverInt = m.p.Interval
 			return m.toBackup(now, "carrier back: waiting for a master")

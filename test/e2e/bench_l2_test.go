@@ -32,7 +32,8 @@ var (
 			if err := c.nodes[h].SetSwitchPort(true); err != nil {
 				return err
 			}
-			// Two masters until the first advertisement settles it.
+			// The cut node left the election when its carrier went
+			// (both tools: fault); it comes back as a backup.
 			return g.waitOneHolder(c, g.advert*3/2)
 		}}
 	gracefulStop = failoverKind{name: "graceful stop of the holder",

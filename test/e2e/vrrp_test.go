@@ -114,12 +114,8 @@ func TestVRRPLinkCut(t *testing.T) {
 		}
 		waitLine(t, c.procs[h], skip, "VRRP state changed", "to=backup")
 		c.stayOne(t, vip4, 2*time.Second) // twenty advertisement intervals
-		failed := 0
-		for _, p := range pr.stopped() {
-			if !p.ok && !p.at.Before(back) {
-				failed++
-			}
-		}
+		pr.stop()
+		failed := failedSince(pr, back)
 		double, most := mon.stop()
 		t.Logf("FIGURE failed connects (every 10 ms) when the cut link returns: %d", failed)
 		if failed > 0 || most > 1 {

@@ -70,8 +70,8 @@ const systemctlShim = `#!/bin/sh
 # Only the kubelet runs here: another unit (kubeadm asks whether
 # systemd-resolved is active, and would point the kubelet at its resolv.conf)
 # is inactive.
-case "$1:$2" in
-is-active:*|status:*) case "$2" in kubelet|kubelet.service|"") ;; *) echo inactive; exit 3 ;; esac ;;
+case "$1" in is-active|status)
+  case "$2" in kubelet|kubelet.service|"") ;; *) echo inactive; exit 3 ;; esac ;;
 esac
 alive() { [ -f /run/kubelet.pid ] && kill -0 "$(cat /run/kubelet.pid)" 2>/dev/null; }
 stop() { echo stop > /run/kubelet.want; if alive; then kill "$(cat /run/kubelet.pid)"; fi; i=0; while alive && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; }
