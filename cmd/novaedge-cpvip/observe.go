@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/agent"
 	"github.com/novaedge/cpvip/internal/bfd"
 	"github.com/novaedge/cpvip/internal/bgp"
@@ -25,6 +27,7 @@ type daemon struct {
 	ifname     string
 	vrrp       *vrrp.Elector  // l2
 	l2         *l2.Announcer  // l2
+	guard      *acd.Guard     // l2 with conflict detection
 	speaker    *bgp.Speaker   // bgp
 	bgpElector *bgp.Elector   // bgp
 	bgpAnn     *bgp.Announcer // bgp
@@ -47,8 +50,15 @@ func (d *daemon) snapshot() status.Snapshot {
 		SendFailures: map[string]uint64{},
 		Transitions:  d.journal.Recent(),
 	}
+	conflicts := map[netip.Addr]*status.Conflict{}
+	if d.guard != nil {
+		for _, c := range d.guard.Conflicts() {
+			conflicts[c.VIP] = &status.Conflict{MAC: c.MAC.String(), Since: c.Since}
+		}
+		s.ConflictsDetected = d.guard.Detected.Load()
+	}
 	for _, vip := range d.cfg.VIPAddress {
-		s.VIPs = append(s.VIPs, status.VIP{Address: vip.String(), Held: d.rec.Held(vip)})
+		s.VIPs = append(s.VIPs, status.VIP{Address: vip.String(), Held: d.rec.Held(vip), Conflict: conflicts[vip.Addr()]})
 	}
 	for a, n := range d.rec.Counts() {
 		s.Reconcile[string(a)] = n

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/agent"
 	"github.com/novaedge/cpvip/internal/bfd"
 	"github.com/novaedge/cpvip/internal/bgp"
@@ -168,8 +170,6 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	ann := l2.NewAnnouncer(l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod},
-		rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	resume, err := rec.AllBound()
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
@@ -178,8 +178,41 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
+	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod}
+	var ann *l2.Announcer
+	var guard *acd.Guard
+	if cfg.ConflictCheck {
+		guard = newGuard(cfg, ifname, elector, func() { ann.Poke() }, log)
+		opts.Guard = guard
+	}
+	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
+	if guard != nil {
+		go guard.Run(ctx)
+	}
 	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
-		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann}, nil
+		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann, guard: guard}, nil
+}
+
+// newGuard builds the address conflict detection of the VIPs on ifname:
+// whoever answers for them and is neither this host nor a router of our
+// VRRP group keeps them unbound.
+func newGuard(cfg *config.Config, ifname string, elector *vrrp.Elector, changed func(), log *slog.Logger) *acd.Guard {
+	vips := make([]netip.Addr, len(cfg.VIPAddress))
+	for i, v := range cfg.VIPAddress {
+		vips[i] = v.Addr()
+	}
+	open := func(vip netip.Addr) (acd.Wire, error) {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return nil, err
+		}
+		if vip.Is4() {
+			return acd.OpenARP(ifi, vip)
+		}
+		return acd.OpenNDP(ifi, vip)
+	}
+	return acd.NewGuard(vips, open, acd.NewNeighbours(ifname, elector.Members), changed, time.Now,
+		log.With("component", "acd", "interface", ifname))
 }
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and

@@ -90,6 +90,12 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 	for _, v := range s.VIPs {
 		fmt.Fprintf(tw, "%s\t%s\n", v.Address, yesNo(v.Held))
 	}
+	for _, v := range s.VIPs {
+		if v.Conflict != nil {
+			fmt.Fprintf(tw, "address conflict\t%s\tanswered by %s since %s: not bound here until that host stops\n",
+				v.Address, v.Conflict.MAC, ago(v.Conflict.Since))
+		}
+	}
 	if len(s.VRRP) > 0 {
 		fmt.Fprintln(tw, "\nVRRP\tSTATE\tMASTER\tSENT\tRECEIVED\tSINCE\tREASON")
 		for _, v := range s.VRRP {

@@ -33,6 +33,7 @@ type Config struct {
 	Peers                 AddrList      `envconfig:"NOVAEDGE_CP_VIP_PEERS" flag:"peers" desc:"L2: unicast VRRP peers (comma-separated addresses); empty = multicast 224.0.0.18 / ff02::12."`
 	GARPRepeat            int           `envconfig:"NOVAEDGE_CP_VIP_GARP_REPEAT" reload:"live" flag:"garp-repeat" default:"3" desc:"L2: announcements (gratuitous ARP / unsolicited NA) sent on takeover, 1.1s apart, 1-100."`
 	GARPRefresh           time.Duration `envconfig:"NOVAEDGE_CP_VIP_GARP_REFRESH" reload:"live" flag:"garp-refresh" default:"0s" desc:"L2: periodic re-announcement while holding the VIP; 0 = off, else 1s-1h."`
+	ConflictCheck         bool          `envconfig:"NOVAEDGE_CP_VIP_CONFLICT_CHECK" flag:"conflict-check" default:"true" desc:"L2: never bind the VIP while a host outside our VRRP group answers for it (address conflict detection: ARP probes as in RFC 5227, neighbour solicitations for IPv6). A node that does not hold the VIP probes it every second, so a takeover waits for nothing; a conflict keeps the VIP unbound (released if it was bound), logged with the other host's MAC, until a probe (every 250ms) goes unanswered. false = bind without checking."`
 
 	BGPLocalAS     uint32        `envconfig:"NOVAEDGE_BGP_LOCAL_AS" flag:"bgp-local-as" desc:"BGP: local AS number (required in bgp mode)."`
 	BGPRouterID    netip.Addr    `envconfig:"NOVAEDGE_BGP_ROUTER_ID" flag:"bgp-router-id" desc:"BGP: router id in IPv4 form (required in bgp mode)."`

@@ -282,9 +282,9 @@ func TestFieldsComplete(t *testing.T) {
 		seenEnv[f.Env], seenFlag[f.Flag] = true, true
 	}
 	// The spec's table (38) plus the drain switch and the fast re-check interval that its
-	// health section asks for, and the fail-open switch.
-	if len(Fields()) != 41 {
-		t.Errorf("%d variables, want the spec's 38 + 3", len(Fields()))
+	// health section asks for, the fail-open switch, and the address conflict check's.
+	if len(Fields()) != 42 {
+		t.Errorf("%d variables, want the spec's 38 + 4", len(Fields()))
 	}
 }
 

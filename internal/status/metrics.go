@@ -21,6 +21,7 @@ type Metrics struct {
 	failOpen                           *prometheus.Desc
 	checks, transitions, actions, drop *prometheus.Desc
 	sendFailures                       *prometheus.Desc
+	conflict, conflicts                *prometheus.Desc
 }
 
 // NewMetrics builds a registry with our collector and the Go and process collectors.
@@ -42,6 +43,8 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
 		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",
 			[]string{"kind"}, nil),
+		conflict:  prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
+		conflicts: prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -53,7 +56,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures} {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts} {
 		ch <- d
 	}
 }
@@ -69,6 +72,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, v := range s.VIPs {
 		gauge(m.vipHeld, boolf(v.Held), v.Address)
+		if s.Mode == "l2" {
+			gauge(m.conflict, boolf(v.Conflict != nil), v.Address)
+		}
+	}
+	if s.Mode == "l2" {
+		counter(m.conflicts, s.ConflictsDetected)
 	}
 	gauge(m.failOpen, boolf(s.FailOpen.InForce))
 	for _, v := range s.VRRP {

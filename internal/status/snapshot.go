@@ -21,7 +21,10 @@ type Snapshot struct {
 	// vrrp (advertisements), garp (gratuitous ARP / NA), bgp_route
 	// (announcements and withdrawals, each retried).
 	SendFailures map[string]uint64 `json:"send_failures"`
-	Transitions  []Transition      `json:"transitions"`
+	// ConflictsDetected counts the times another host was found answering
+	// for a VIP (L2 address conflict detection).
+	ConflictsDetected uint64       `json:"conflicts_detected"`
+	Transitions       []Transition `json:"transitions"`
 }
 
 // Health is the apiserver check's state.
@@ -47,6 +50,15 @@ type FailOpen struct {
 type VIP struct {
 	Address string `json:"address"`
 	Held    bool   `json:"held"`
+	// Conflict: another host answers for the VIP (L2): it is not bound here
+	// until that host stops.
+	Conflict *Conflict `json:"conflict,omitempty"`
+}
+
+// Conflict is another host answering for a VIP.
+type Conflict struct {
+	MAC   string    `json:"mac"`
+	Since time.Time `json:"since"`
 }
 
 // VRRP is one election instance.

@@ -104,6 +104,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	})
 }
 
+// Members returns the other routers of our group heard lately (Instance.Members).
+func (e *Elector) Members() []netip.Addr { return e.inst.Members() }
+
 // Statuses returns a snapshot per VIP: one election, so one state.
 func (e *Elector) Statuses() []Status {
 	st := e.inst.Status()

@@ -71,6 +71,7 @@ type Instance struct {
 	preempt  chan bool
 	drops    Drops
 	foreign  foreignGroups
+	members  members
 	sent     atomic.Uint64
 	received atomic.Uint64
 	sendErrs atomic.Uint64
@@ -136,6 +137,11 @@ func (i *Instance) SetPreempt(on bool) {
 	}
 	i.preempt <- on
 }
+
+// Members returns the addresses of the other routers of our group heard
+// lately (both families): whoever answers for the VIP from one of them is
+// not a conflict (a master handing over still holds it for a moment).
+func (i *Instance) Members() []netip.Addr { return i.members.list(time.Now()) }
 
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
@@ -341,6 +347,7 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 			continue
 		}
 		i.received.Add(1)
+		i.members.add(src, time.Now())
 		if k > 0 {
 			continue
 		}

@@ -1,0 +1,180 @@
+package acd
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Probe timing.
+const (
+	// ProbeEvery is how often a node that does not hold a VIP probes it.
+	ProbeEvery = time.Second
+	// BlockedEvery is how often a VIP another host answers for is probed
+	// while this node should hold it.
+	BlockedEvery = 250 * time.Millisecond
+	// AnswerWait is how long a probe's answer may take: a probe unanswered
+	// for this long frees the VIP.
+	AnswerWait = 100 * time.Millisecond
+)
+
+// Wire probes the segment for one VIP and reads who claims it.
+type Wire interface {
+	// Probe asks the segment who has the VIP.
+	Probe() error
+	// Read returns the hardware address of the next host that answered
+	// for the VIP or announced it.
+	Read() (net.HardwareAddr, error)
+	Close() error
+}
+
+// Identity tells this host and our VRRP group from other hosts.
+type Identity interface {
+	// Ours says whether mac is an interface of this host or of a member
+	// of our group.
+	Ours(mac net.HardwareAddr) bool
+	// Refresh learns the members' hardware addresses (before probing).
+	Refresh()
+}
+
+// Conflict is another host answering for a VIP.
+type Conflict struct {
+	VIP   netip.Addr
+	MAC   net.HardwareAddr
+	Since time.Time // its first answer
+	Last  time.Time // its latest answer
+}
+
+// Guard decides whether each VIP may be bound. Allow and Conflicts may be
+// called from any goroutine.
+type Guard struct {
+	open    func(vip netip.Addr) (Wire, error)
+	id      Identity
+	now     func() time.Time
+	log     *slog.Logger
+	changed func() // a VIP's verdict may have changed: ask Allow again
+
+	mu     sync.Mutex
+	vips   map[netip.Addr]*vipState
+	closed bool // Run is ending: no new wires
+	wake   chan struct{}
+
+	// Detected counts conflicts found (one per episode).
+	Detected atomic.Uint64
+}
+
+type vipState struct {
+	want      bool      // this node should hold the VIP
+	probed    time.Time // the latest probe sent
+	claim     *Conflict // the outstanding conflict; nil: free
+	wire      Wire
+	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked
+	failing   time.Time // since when the wire fails to open or to send; zero: it works
+	denied    bool      // Allow's latest answer was no to a VIP this node should hold
+	checked   bool      // a probe went unanswered (by others than us and our group)
+}
+
+// NewGuard returns a guard for vips; open opens a VIP's wire, changed is
+// called when a verdict may have changed.
+func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identity, changed func(),
+	now func() time.Time, log *slog.Logger) *Guard {
+	g := &Guard{open: open, id: id, now: now, log: log, changed: changed,
+		vips: map[netip.Addr]*vipState{}, wake: make(chan struct{}, 1)}
+	for _, v := range vips {
+		g.vips[v] = &vipState{}
+	}
+	return g
+}
+
+// Allow records whether this node should hold vip and says whether it may
+// be bound: no other host answered since our latest probe, and, unless it is
+// bound already (held), some probe went unanswered for AnswerWait — at a
+// takeover, the one a second ago. A VIP the guard does not know, or cannot
+// check, is allowed.
+func (g *Guard) Allow(vip netip.Addr, want, held bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.vips[vip]
+	if !ok {
+		return true
+	}
+	if s.want != want {
+		s.want = want
+		g.kick()
+	}
+	if !s.probed.IsZero() && g.now().Sub(s.probed) >= AnswerWait {
+		s.checked = true // a claim since would be outstanding
+	}
+	ok = (s.claim == nil || g.free(vip, s)) && (held || s.unchecked || s.checked)
+	s.denied = want && !ok
+	return ok
+}
+
+// free clears a conflict that a later probe left unanswered.
+func (g *Guard) free(vip netip.Addr, s *vipState) bool {
+	if !s.probed.After(s.claim.Last) || g.now().Sub(s.probed) < AnswerWait {
+		return false
+	}
+	g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
+		"conflict_for", g.now().Sub(s.claim.Since).Round(time.Millisecond))
+	s.claim = nil
+	return true
+}
+
+// Observe records that mac answered for vip or announced it.
+func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
+	if g.id.Ours(mac) {
+		return
+	}
+	g.mu.Lock()
+	s, ok := g.vips[vip]
+	if !ok {
+		g.mu.Unlock()
+		return
+	}
+	now := g.now()
+	if s.claim == nil || !slices.Equal(s.claim.MAC, mac) {
+		if s.claim == nil {
+			g.Detected.Add(1)
+		}
+		action := "not binding it until it stops"
+		if s.want {
+			action = "releasing it until it stops"
+		}
+		g.log.Warn("Another host answers for the VIP", "address", vip, "mac", mac.String(), "action", action,
+			"remedy", "find the host with this MAC (ip neigh, the switch's tables) and remove the address from it")
+		s.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
+		g.kick()
+	}
+	s.claim.Last = now
+	want := s.want
+	g.mu.Unlock()
+	if want {
+		g.changed()
+	}
+}
+
+// Conflicts returns the outstanding conflicts.
+func (g *Guard) Conflicts() []Conflict {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []Conflict
+	for _, s := range g.vips {
+		if s.claim != nil {
+			out = append(out, *s.claim)
+		}
+	}
+	slices.SortFunc(out, func(a, b Conflict) int { return a.VIP.Compare(b.VIP) })
+	return out
+}
+
+func (g *Guard) kick() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}

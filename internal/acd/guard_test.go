@@ -1,0 +1,163 @@
+package acd
+
+import (
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	vip     = netip.MustParseAddr("192.0.2.100")
+	selfMAC = net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	member  = net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	foreign = net.HardwareAddr{2, 0, 0, 0, 0, 9}
+)
+
+// fakeWire counts probes.
+type fakeWire struct {
+	mu     sync.Mutex
+	probes int
+}
+
+func (w *fakeWire) Probe() error                    { w.mu.Lock(); w.probes++; w.mu.Unlock(); return nil }
+func (w *fakeWire) Read() (net.HardwareAddr, error) { select {} }
+func (w *fakeWire) Close() error                    { return nil }
+func (w *fakeWire) count() int                      { w.mu.Lock(); defer w.mu.Unlock(); return w.probes }
+
+type fakeIdentity struct{}
+
+func (fakeIdentity) Ours(mac net.HardwareAddr) bool {
+	return mac.String() == selfMAC.String() || mac.String() == member.String()
+}
+func (fakeIdentity) Refresh() {}
+
+// harness is a guard on a manual clock with its wire installed.
+type harness struct {
+	g       *Guard
+	w       *fakeWire
+	now     time.Time
+	changed int
+}
+
+func newHarness() *harness {
+	h := &harness{w: &fakeWire{}, now: time.Unix(1000, 0)}
+	h.g = NewGuard([]netip.Addr{vip}, nil, fakeIdentity{}, func() { h.changed++ }, func() time.Time { return h.now },
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.g.setWire(vip, h.w)
+	return h
+}
+
+func (h *harness) advance(d time.Duration) time.Time {
+	h.now = h.now.Add(d)
+	return h.g.round()
+}
+
+func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
+	h := newHarness()
+	if h.g.Allow(vip, true, false) {
+		t.Fatal("never probed: must not be bound yet")
+	}
+	next := h.advance(0)
+	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || h.g.Allow(vip, true, false) {
+		t.Fatalf("%d probes, next in %v (want 1, %v), or allowed before the answer wait", h.w.count(), next.Sub(h.now), AnswerWait)
+	}
+	h.advance(AnswerWait)
+	if h.changed != 1 || !h.g.Allow(vip, true, false) {
+		t.Fatalf("unanswered probe: changed %d, must be allowed", h.changed)
+	}
+	h.g.Allow(vip, false, false)
+	h.advance(ProbeEvery)
+	if h.w.count() != 2 {
+		t.Fatalf("backup after a second: %d probes, want 2", h.w.count())
+	}
+	// A takeover: the latest probe went unanswered, so bind at once.
+	if !h.g.Allow(vip, true, false) {
+		t.Fatal("a takeover must not wait for a probe")
+	}
+	h.advance(ProbeEvery)
+	if h.w.count() != 3 || h.changed != 1 {
+		t.Fatalf("holder: %d probes (want 3: it probes too), changed %d (want no wake-up)", h.w.count(), h.changed)
+	}
+}
+
+func TestBoundVIPStaysAtStart(t *testing.T) {
+	h := newHarness()
+	if !h.g.Allow(vip, true, true) {
+		t.Fatal("a VIP bound at start (resumed) must stay while nobody else answers")
+	}
+}
+
+func TestOwnAndMembersAnswersAreNoConflict(t *testing.T) {
+	h := newHarness()
+	h.g.Allow(vip, false, false)
+	h.advance(0)
+	h.g.Observe(vip, selfMAC)
+	h.g.Observe(vip, member) // a master handing over still holds the VIP
+	h.now = h.now.Add(AnswerWait)
+	if !h.g.Allow(vip, true, false) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+		t.Fatalf("ours and members' answers blocked the VIP: %v", h.g.Conflicts())
+	}
+}
+
+func TestForeignHostBlocksUntilAProbeGoesUnanswered(t *testing.T) {
+	h := newHarness()
+	h.g.Allow(vip, false, false)
+	h.advance(0)
+	h.g.Observe(vip, foreign) // answers the backup's probe
+	if h.g.Allow(vip, true, false) {
+		t.Fatal("elected while another host answers: must not bind")
+	}
+	// Blocked: probed every BlockedEvery while it answers.
+	next := h.advance(0)
+	if h.w.count() != 1 || next.Sub(h.now) != BlockedEvery {
+		t.Fatalf("blocked: %d probes, next in %v; want 1 and %v", h.w.count(), next.Sub(h.now), BlockedEvery)
+	}
+	next = h.advance(BlockedEvery)
+	if h.w.count() != 2 || next.Sub(h.now) != AnswerWait {
+		t.Fatalf("blocked: %d probes, next in %v; want 2 and %v", h.w.count(), next.Sub(h.now), AnswerWait)
+	}
+	h.now = h.now.Add(time.Millisecond)
+	h.g.Observe(vip, foreign)
+	h.advance(AnswerWait - time.Millisecond)
+	if h.g.Allow(vip, true, false) {
+		t.Fatal("answered again: must stay blocked")
+	}
+	if c := h.g.Conflicts(); len(c) != 1 || c[0].MAC.String() != foreign.String() || h.g.Detected.Load() != 1 {
+		t.Fatalf("conflicts %v, detected %d", c, h.g.Detected.Load())
+	}
+	// It lets go: the next probe goes unanswered.
+	next = h.advance(BlockedEvery - AnswerWait)
+	if h.w.count() != 3 || next.Sub(h.now) != AnswerWait || h.g.Allow(vip, true, false) {
+		t.Fatalf("probe sent: %d probes, next in %v, or allowed before the answer wait", h.w.count(), next.Sub(h.now))
+	}
+	changed := h.changed
+	h.advance(AnswerWait)
+	if h.changed != changed+1 {
+		t.Fatal("the end of the answer wait must wake the loop")
+	}
+	if !h.g.Allow(vip, true, false) || len(h.g.Conflicts()) != 0 {
+		t.Fatal("an unanswered probe must free the VIP")
+	}
+}
+
+func TestForeignClaimWhileHoldingReleases(t *testing.T) {
+	h := newHarness()
+	if !h.g.Allow(vip, true, true) {
+		t.Fatal("not allowed")
+	}
+	h.g.Observe(vip, foreign) // its gratuitous ARP
+	if h.changed != 1 || h.g.Allow(vip, true, true) {
+		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.changed)
+	}
+}
+
+func TestUnknownVIPIsAllowed(t *testing.T) {
+	h := newHarness()
+	if !h.g.Allow(netip.MustParseAddr("2001:db8::1"), true, false) {
+		t.Fatal("a VIP without a guard must be allowed")
+	}
+}

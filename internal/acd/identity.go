@@ -1,0 +1,91 @@
+package acd
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Neighbours is the Identity of a node: the hardware addresses of its own
+// interfaces (Linux answers ARP for a local address on any of them) and of
+// the members of its VRRP group, as the kernel's neighbour table has them.
+// A member the table lacks is resolved by the kernel (NTF_USE).
+type Neighbours struct {
+	ifname  string
+	members func() []netip.Addr
+
+	mu   sync.Mutex
+	ours map[string]bool // hardware addresses, as of the latest refresh
+}
+
+// NewNeighbours returns the identity of this node on ifname; members lists
+// the addresses of the other routers of its group.
+func NewNeighbours(ifname string, members func() []netip.Addr) *Neighbours {
+	return &Neighbours{ifname: ifname, members: members, ours: map[string]bool{}}
+}
+
+// Ours implements Identity; an address not known yet is looked up again once.
+func (n *Neighbours) Ours(mac net.HardwareAddr) bool {
+	n.mu.Lock()
+	ok := n.ours[string(mac)]
+	n.mu.Unlock()
+	if ok {
+		return true
+	}
+	n.Refresh()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ours[string(mac)]
+}
+
+// Refresh implements Identity.
+func (n *Neighbours) Refresh() {
+	ours := map[string]bool{}
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, i := range ifs {
+			if len(i.HardwareAddr) > 0 {
+				ours[string(i.HardwareAddr)] = true
+			}
+		}
+	}
+	if link, err := netlink.LinkByName(n.ifname); err == nil {
+		n.addMembers(link.Attrs().Index, ours)
+	}
+	n.mu.Lock()
+	n.ours = ours
+	n.mu.Unlock()
+}
+
+// addMembers adds the members' hardware addresses from the neighbour table
+// and asks the kernel to resolve the members it lacks.
+func (n *Neighbours) addMembers(index int, ours map[string]bool) {
+	known := map[netip.Addr]net.HardwareAddr{}
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		neighs, err := netlink.NeighList(index, family)
+		if err != nil {
+			continue
+		}
+		for _, e := range neighs {
+			ip, ok := netip.AddrFromSlice(e.IP)
+			if ok && len(e.HardwareAddr) > 0 && !allZero(e.HardwareAddr) {
+				known[ip.Unmap()] = e.HardwareAddr
+			}
+		}
+	}
+	for _, m := range n.members() {
+		if mac, ok := known[m.WithZone("")]; ok {
+			ours[string(mac)] = true
+			continue
+		}
+		family := netlink.FAMILY_V4
+		if m.Is6() {
+			family = netlink.FAMILY_V6
+		}
+		// NTF_USE: the kernel starts resolving the address, as if it had
+		// a packet for it; the answer lands in the table for the next refresh.
+		_ = netlink.NeighSet(&netlink.Neigh{LinkIndex: index, Family: family, IP: m.WithZone("").AsSlice(),
+			Flags: netlink.NTF_USE})
+	}
+}

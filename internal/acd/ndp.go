@@ -1,0 +1,85 @@
+package acd
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/mdlayher/ndp"
+	"golang.org/x/net/ipv6"
+)
+
+// ndpWire probes an IPv6 VIP with a neighbour solicitation to its
+// solicited-node group and reads the neighbour advertisements for it.
+type ndpWire struct {
+	c     *ndp.Conn
+	mac   net.HardwareAddr
+	vip   netip.Addr
+	group netip.Addr
+}
+
+// OpenNDP opens the wire of an IPv6 vip on ifi: a raw ICMPv6 socket that
+// takes neighbour advertisements only. It needs CAP_NET_RAW and a link-local
+// address on ifi that finished duplicate address detection.
+func OpenNDP(ifi *net.Interface, vip netip.Addr) (Wire, error) {
+	group, err := ndp.SolicitedNodeMulticast(vip)
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := ndp.Listen(ifi, ndp.LinkLocal)
+	if err != nil {
+		return nil, fmt.Errorf("opening an NDP socket on %s: %w", ifi.Name, err)
+	}
+	var f ipv6.ICMPFilter
+	f.SetAll(true)
+	f.Accept(ipv6.ICMPTypeNeighborAdvertisement)
+	if err := c.SetICMPFilter(&f); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("filtering the NDP socket on %s: %w", ifi.Name, err)
+	}
+	return &ndpWire{c: c, mac: ifi.HardwareAddr, vip: vip, group: group}, nil
+}
+
+// Probe implements Wire: who-has the VIP, to its solicited-node group with
+// our link-layer address. A host that has the VIP answers with a neighbour
+// advertisement carrying its own (RFC 4861 section 7.2.4: a solicitation
+// sent to a multicast group gets the target link-layer address option).
+func (w *ndpWire) Probe() error {
+	return w.c.WriteTo(Probe6(w.mac, w.vip), nil, w.group)
+}
+
+// Probe6 returns the neighbour solicitation that probes vip from mac.
+func Probe6(mac net.HardwareAddr, vip netip.Addr) *ndp.NeighborSolicitation {
+	return &ndp.NeighborSolicitation{TargetAddress: vip,
+		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: mac}}}
+}
+
+// Read implements Wire.
+func (w *ndpWire) Read() (net.HardwareAddr, error) {
+	for {
+		m, _, _, err := w.c.ReadFrom()
+		if err != nil {
+			return nil, err
+		}
+		if mac, ok := ClaimNDP(m, w.vip); ok {
+			return mac, nil
+		}
+	}
+}
+
+// ClaimNDP returns the host claiming vip in an NDP message: the target
+// link-layer address of a neighbour advertisement for vip.
+func ClaimNDP(m ndp.Message, vip netip.Addr) (net.HardwareAddr, bool) {
+	na, ok := m.(*ndp.NeighborAdvertisement)
+	if !ok || na.TargetAddress != vip {
+		return nil, false
+	}
+	for _, o := range na.Options {
+		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target && !allZero(l.Addr) {
+			return l.Addr, true
+		}
+	}
+	return nil, false
+}
+
+func (w *ndpWire) Close() error { return w.c.Close() }

@@ -1,0 +1,201 @@
+package acd
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// reopenEvery is the pause before opening a wire again after it failed
+// (an IPv6 link-local address in duplicate address detection takes a second
+// or two after link up).
+const reopenEvery = 250 * time.Millisecond
+
+// uncheckedAfter is how long a wire may fail to open before its VIP is bound
+// without the check: a fault in the check must not keep the VIP down.
+const uncheckedAfter = 10 * time.Second
+
+// Run probes and listens until ctx ends.
+func (g *Guard) Run(ctx context.Context) {
+	var readers sync.WaitGroup
+	defer readers.Wait()
+	defer g.closeWires()
+	for vip := range g.vips {
+		readers.Add(1)
+		go func() { defer readers.Done(); g.listen(ctx, vip) }()
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-g.wake:
+		}
+		next := g.round()
+		t.Stop()
+		if !next.IsZero() {
+			t.Reset(next.Sub(g.now()))
+		}
+	}
+}
+
+// round sends the probes that are due and returns when the next thing is
+// due: a probe, or the end of a blocked VIP's answer wait (to let the loop
+// bind it). The zero time: nothing is due.
+func (g *Guard) round() time.Time {
+	g.mu.Lock()
+	now := g.now()
+	var due []netip.Addr
+	for vip, s := range g.vips {
+		if !s.nextProbe().After(now) {
+			due = append(due, vip)
+		}
+	}
+	g.mu.Unlock()
+	if len(due) > 0 {
+		g.id.Refresh()
+	}
+	for _, vip := range due {
+		g.probe(vip)
+	}
+	next, freeing := g.schedule(now)
+	if freeing {
+		g.changed() // a probe went unanswered: Allow frees the VIP
+	}
+	return next
+}
+
+// schedule returns when the next probe is due, or sooner the end of the
+// answer wait of a VIP that was denied; freeing: such a wait has ended.
+func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	soonest := func(at time.Time) {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	for _, s := range g.vips {
+		soonest(s.nextProbe())
+		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
+			if end := s.probed.Add(AnswerWait); end.After(now) {
+				soonest(end)
+			} else {
+				freeing = true
+			}
+		}
+	}
+	return next, freeing
+}
+
+// nextProbe is when s is probed next: every ProbeEvery, holder or not (a
+// host that binds the VIP while we hold it and stays silent answers our
+// probe); every BlockedEvery while another host keeps it from us.
+func (s *vipState) nextProbe() time.Time {
+	if s.want && s.claim != nil {
+		return s.probed.Add(BlockedEvery)
+	}
+	return s.probed.Add(ProbeEvery)
+}
+
+func (g *Guard) probe(vip netip.Addr) {
+	g.mu.Lock()
+	w := g.vips[vip].wire
+	g.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Probe(); err != nil {
+		g.failed(vip, "Probing for the VIP failed", err)
+		return
+	}
+	g.mu.Lock()
+	s := g.vips[vip]
+	s.probed, s.failing, s.unchecked = g.now(), time.Time{}, false
+	g.mu.Unlock()
+}
+
+// failed records that vip's wire failed; after uncheckedAfter of failures
+// the VIP is no longer checked (said once).
+func (g *Guard) failed(vip netip.Addr, msg string, err error) {
+	g.log.Debug(msg, "address", vip, "error", err)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, now := g.vips[vip], g.now()
+	if s.failing.IsZero() {
+		s.failing = now
+	}
+	if !s.unchecked && now.Sub(s.failing) >= uncheckedAfter {
+		s.unchecked = true
+		g.log.Warn("Cannot probe for address conflicts: the VIP is bound without the check", "address", vip, "error", err)
+	}
+}
+
+// listen opens vip's wire and reads claims from it until ctx ends,
+// opening it again after an error (the link went down, the interface was
+// created again).
+func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
+	for ctx.Err() == nil {
+		w, err := g.open(vip)
+		if err != nil {
+			g.failed(vip, "Opening the conflict probe failed", err)
+			sleep(ctx, reopenEvery)
+			continue
+		}
+		if !g.setWire(vip, w) {
+			w.Close()
+			return
+		}
+		g.kick()
+		for {
+			mac, err := w.Read()
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+					g.failed(vip, "Reading conflict probe answers failed", err)
+				}
+				break
+			}
+			g.Observe(vip, mac)
+		}
+		g.setWire(vip, nil)
+		w.Close()
+		sleep(ctx, reopenEvery)
+	}
+}
+
+// setWire installs w as vip's wire; false once the guard is closing.
+func (g *Guard) setWire(vip netip.Addr, w Wire) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.vips[vip].wire = w
+	return true
+}
+
+// closeWires closes every wire, ending the readers.
+func (g *Guard) closeWires() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	for _, s := range g.vips {
+		if s.wire != nil {
+			s.wire.Close()
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
