@@ -31,7 +31,7 @@ deps:
 # reused until test/realcp changes.
 realcp:
 	@test/tools/realcp.sh
-WITH_REALCP := dir=$$(test/tools/realcp.sh) && export NOVAEDGE_REALCP_DIR=$$dir &&
+WITH_REALCP := dir=$$(test/tools/realcp.sh) && export NOVAEDGE_REALCP_DIR=$$dir && kv=$$(test/tools/kubevip.sh) && export NOVAEDGE_KUBEVIP=$$kv &&
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

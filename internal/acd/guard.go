@@ -17,9 +17,11 @@ const (
 	// BlockedEvery is how often a VIP another host answers for is probed
 	// while this node should hold it.
 	BlockedEvery = 250 * time.Millisecond
-	// AnswerWait is how long a probe's answer may take: a probe unanswered
-	// for this long frees the VIP.
-	AnswerWait = 100 * time.Millisecond
+	// AnswerWait is how long a probe's answer may take.
+	AnswerWait = 150 * time.Millisecond
+	// FreeAfter is how many probes in a row must go unanswered before a VIP
+	// another host answered for is free: a loaded host can miss one answer.
+	FreeAfter = 2
 )
 
 // Wire probes the segment for one VIP and reads who claims it.
@@ -75,7 +77,8 @@ type vipState struct {
 	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked
 	failing   time.Time // since when the wire fails to open or to send; zero: it works
 	denied    bool      // Allow's latest answer was no to a VIP this node should hold
-	checked   bool      // a probe went unanswered (by others than us and our group)
+	quiet     int       // probes in a row that went unanswered (by others than us and our group)
+	counted   time.Time // the latest probe counted in quiet
 }
 
 // NewGuard returns a guard for vips; open opens a VIP's wire, changed is
@@ -91,10 +94,10 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 }
 
 // Allow records whether this node should hold vip and says whether it may
-// be bound: no other host answered since our latest probe, and, unless it is
-// bound already (held), some probe went unanswered for AnswerWait — at a
-// takeover, the one a second ago. A VIP the guard does not know, or cannot
-// check, is allowed.
+// be bound: no other host answers for it (after one did, FreeAfter probes in
+// a row went unanswered), and, unless it is bound already (held), the latest
+// probe went unanswered — at a takeover, the one of the last second. A VIP
+// the guard does not know, or cannot check, is allowed.
 func (g *Guard) Allow(vip netip.Addr, want, held bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -106,17 +109,28 @@ func (g *Guard) Allow(vip netip.Addr, want, held bool) bool {
 		s.want = want
 		g.kick()
 	}
-	if !s.probed.IsZero() && g.now().Sub(s.probed) >= AnswerWait {
-		s.checked = true // a claim since would be outstanding
-	}
-	ok = (s.claim == nil || g.free(vip, s)) && (held || s.unchecked || s.checked)
+	g.settle(s)
+	ok = (s.claim == nil || g.free(vip, s)) && (held || s.unchecked || s.quiet > 0)
 	s.denied = want && !ok
 	return ok
 }
 
-// free clears a conflict that a later probe left unanswered.
+// settle counts the latest probe once its answer wait is over.
+func (g *Guard) settle(s *vipState) {
+	if s.probed.IsZero() || s.counted.Equal(s.probed) || g.now().Sub(s.probed) < AnswerWait {
+		return
+	}
+	s.counted = s.probed
+	if s.claim == nil || s.claim.Last.Before(s.probed) {
+		s.quiet++
+	} else {
+		s.quiet = 0
+	}
+}
+
+// free clears a conflict once FreeAfter probes in a row went unanswered.
 func (g *Guard) free(vip netip.Addr, s *vipState) bool {
-	if !s.probed.After(s.claim.Last) || g.now().Sub(s.probed) < AnswerWait {
+	if s.quiet < FreeAfter {
 		return false
 	}
 	g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
@@ -151,6 +165,7 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 		g.kick()
 	}
 	s.claim.Last = now
+	s.quiet = 0
 	want := s.want
 	g.mu.Unlock()
 	if want {

@@ -81,6 +81,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 		}
 	}
 	for _, s := range g.vips {
+		g.settle(s)
 		soonest(s.nextProbe())
 		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
 			if end := s.probed.Add(AnswerWait); end.After(now) {

@@ -16,6 +16,9 @@ import (
 
 const toolKeepalived = "keepalived 2.2.7"
 
+// toolOursUnchecked is our build with NOVAEDGE_CP_VIP_CONFLICT_CHECK=false.
+const toolOursUnchecked = "novaedge-cpvip, conflict check off"
+
 // failoverKind is one way a VIP holder fails in a trial: fail does it, heal
 // undoes it once the client has recovered and returns when the group is
 // steady again.
@@ -71,7 +74,7 @@ type l2Series struct {
 }
 
 // BenchmarkL2Failover measures the outage a client sees (TCP connects to the
-// VIP every 10 ms) when the VIP holder fails, for every L2 row at once: six
+// VIP every 10 ms) when the VIP holder fails, for every L2 row at once: seven
 // groups of three nodes on one switch, each group its own VRID and VIP, each
 // running its trials at the same time as the others:
 //
@@ -79,6 +82,8 @@ type l2Series struct {
 //   - ours and keepalived at advert 1 s: link cut
 //   - ours, health 200 ms x 3 (advert 100 ms): apiserver dies
 //   - ours at the defaults (health 1 s x 3, timeout 3 s, advert 1 s): apiserver dies
+//   - ours at advert 100 ms without the address conflict check: link cut,
+//     then graceful stop (what the check costs, side by side)
 //
 // It writes bench/timeline.svg: the client's probes across the median trial
 // of every series.
@@ -96,7 +101,11 @@ func BenchmarkL2Failover(b *testing.B) {
 		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=200ms", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms")
 	defaults := c.addOurs(b, 56, time.Second, "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s",
 		"NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
-	groups := []failoverGroup{ours100, ka100, ours1s, ka1s, health200, defaults}
+	// The same as ours100 without address conflict detection: what the
+	// check costs a takeover, measured side by side.
+	unchecked := c.addOurs(b, 57, 100*time.Millisecond, append(fast, "NOVAEDGE_CP_VIP_CONFLICT_CHECK=false")...)
+	unchecked.tool = toolOursUnchecked
+	groups := []failoverGroup{ours100, ka100, ours1s, ka1s, health200, defaults, unchecked}
 	c.startAll(b)
 	for _, g := range groups {
 		if err := g.waitOneHolder(c, 0); err != nil {
@@ -117,6 +126,7 @@ func BenchmarkL2Failover(b *testing.B) {
 		{{row: rowCut1s, group: ka1s, kind: linkCut}},
 		{{row: rowAPI200, group: health200, kind: apiserverDies}},
 		{{row: rowAPIDflt, group: defaults, kind: apiserverDies}},
+		{{row: rowCut100, group: unchecked, kind: linkCut}, {row: rowStop, group: unchecked, kind: gracefulStop}},
 	}
 	trials := benchTrials()
 	b.ResetTimer()

@@ -204,6 +204,7 @@ func (c *cluster) names(idx []int) []string {
 type monitor struct {
 	mu          sync.Mutex
 	longest     time.Duration
+	total       time.Duration // all double holding
 	doubleSince time.Time
 	maxHolders  int
 	cancel      context.CancelFunc
@@ -226,6 +227,7 @@ func (c *cluster) monitor(p netip.Prefix) *monitor {
 					m.doubleSince = now
 				case len(h) <= 1 && !m.doubleSince.IsZero():
 					m.longest = max(m.longest, now.Sub(m.doubleSince))
+					m.total += now.Sub(m.doubleSince)
 					m.doubleSince = time.Time{}
 				}
 			}
@@ -243,8 +245,17 @@ func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
 	defer m.mu.Unlock()
 	if !m.doubleSince.IsZero() {
 		m.longest = max(m.longest, time.Since(m.doubleSince))
+		m.total += time.Since(m.doubleSince)
+		m.doubleSince = time.Time{}
 	}
 	return m.longest, m.maxHolders
+}
+
+// doubleTotal is the time two or more nodes held the VIP, all episodes (after stop).
+func (m *monitor) doubleTotal() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.total
 }
 
 // reach checks that the client reaches the apiserver of node want through the VIP.

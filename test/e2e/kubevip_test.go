@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// kubeVIPBinary is kube-vip v1.2.2 built from its module (test/tools/kubevip.sh).
+func kubeVIPBinary(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv("NOVAEDGE_KUBEVIP")
+	if p == "" {
+		needBuilt(t, fmt.Errorf("NOVAEDGE_KUBEVIP is not set: run make e2e, or export NOVAEDGE_KUBEVIP=$(test/tools/kubevip.sh)"))
+	}
+	if _, err := os.Stat(p); err != nil {
+		needBuilt(t, err)
+	}
+	return p
+}
+
+// kubeVIPEnv is kube-vip's environment as `kube-vip manifest pod --arp
+// --controlplane --leaderElection` writes it (v1.2), for node name, with
+// the kubeconfig a static pod mounts (here: the local apiserver, admin token).
+func kubeVIPEnv(name, kubeconfig string) []string {
+	return []string{"vip_arp=true", "port=6443", "vip_interface=eth0", "vip_cidr=32", "dns_mode=first",
+		"cp_enable=true", "cp_namespace=kube-system", "svc_enable=false", "vip_leaderelection=true",
+		"vip_leasename=plndr-cp-lock", "vip_leaseduration=5", "vip_renewdeadline=3", "vip_retryperiod=1",
+		"address=" + vip4.Addr().String(), "vip_nodename=" + name, "k8s_config_file=" + kubeconfig,
+		"prometheus_server=", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+}
+
+// writeKubeconfig writes an admin kubeconfig for the local apiserver.
+func (c *realCluster) writeKubeconfig(t testing.TB, dir string, i int) string {
+	t.Helper()
+	p := filepath.Join(dir, "kubeconfig-"+c.nodes[i].Name)
+	conf := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority: %q}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: lab
+  context: {cluster: lab, user: admin}
+current-context: lab
+`, c.cp.PKI.CAFile, c.cp.AdminToken)
+	if err := os.WriteFile(p, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// neighbourWatch records the MACs the client's neighbour entry for the VIP
+// takes, in order, every 20 ms.
+type neighbourWatch struct {
+	mu     sync.Mutex
+	macs   []string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchNeighbour(h *lab.Host) *neighbourWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &neighbourWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			if mac, _, err := h.Neighbor(vip4.Addr()); err == nil && mac != "" {
+				w.mu.Lock()
+				if len(w.macs) == 0 || w.macs[len(w.macs)-1] != mac {
+					w.macs = append(w.macs, mac)
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// stop returns the sequence of MACs the entry took.
+func (w *neighbourWatch) stop() []string {
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.macs)
+}
+
+// migrationResult is what a client saw across one migration.
+type migrationResult struct {
+	failed     int
+	double     time.Duration // total time two nodes held the VIP
+	maxHolders int
+	macs       []string // the client's neighbour entry, in order
+}
+
+// migrateFromKubeVIP runs kube-vip (ARP, control plane, Lease election) on
+// three real control-plane nodes, then replaces it node by node as
+// docs/migrate-from-kube-vip.md says: stop kube-vip, start novaedge-cpvip,
+// wait for one holder, next node. holderFirst starts with kube-vip's
+// leader; env goes to our daemons.
+func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migrationResult {
+	kv := kubeVIPBinary(t)
+	c := newRealClusterOf(t, 3, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{},
+		append([]string{"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String(), "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}, env...)...)
+	c.startControlPlane(t)
+	dir := t.TempDir()
+	kvs := make([]*lab.Process, len(c.nodes))
+	for i, n := range c.nodes {
+		p, err := n.Start("kube-vip-"+n.Name, kubeVIPEnv(n.Name, c.writeKubeconfig(t, dir, i)), kv, "manager")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs[i] = p
+	}
+	holder, _ := c.waitHolder(t, vip4, -1, 60*time.Second)
+	c.stayOne(t, vip4, 3*time.Second)
+	t.Logf("kube-vip's leader: %s", c.nodes[holder].Name)
+	probe, err := c.cp.StartProbe(c.client, realServer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := waitFirstOK(t, probe, time.Now(), 20*time.Second)
+	mon, neigh := c.monitor(vip4), watchNeighbour(c.client)
+	order := []int{}
+	for i := range c.nodes {
+		if i != holder {
+			order = append(order, i)
+		}
+	}
+	if holderFirst {
+		order = append([]int{holder}, order...)
+	} else {
+		order = append(order, holder)
+	}
+	for _, i := range order {
+		step := time.Now()
+		if err := kvs[i].Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kvs[i].Wait(30 * time.Second); err != nil {
+			t.Fatalf("kube-vip on %s did not stop: %v", c.nodes[i].Name, err)
+		}
+		p := c.start(t, i)
+		waitLine(t, p, 0, "VRRP state changed", "to=backup")
+		h, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+		time.Sleep(5 * time.Second) // as the procedure says: let it settle
+		t.Logf("converted %s (%v): VIP on %s", c.nodes[i].Name, time.Since(step).Round(time.Millisecond), c.nodes[h].Name)
+	}
+	c.waitHolder(t, vip4, -1, 30*time.Second)
+	c.stayOne(t, vip4, 3*time.Second)
+	_, maxHolders := mon.stop()
+	r := migrationResult{failed: requestFigure(t, probe, start, "whole migration"), double: mon.doubleTotal(),
+		maxHolders: maxHolders, macs: neigh.stop()}
+	t.Logf("FIGURE double holding over the whole migration: %v total, at most %d holders; the client's neighbour entry took %v",
+		r.double.Round(time.Millisecond), r.maxHolders, r.macs)
+	return r
+}
+
+// TestMigrateFromKubeVIPARP replaces a live kube-vip (ARP mode, Lease
+// election, real apiservers and etcd) node by node, kube-vip's leader last
+// and first. No moment of two holders: our master does not bind the VIP
+// while kube-vip's leader answers for it. Each path also runs without the
+// conflict check, as every build before it did: the figures before.
+func TestMigrateFromKubeVIPARP(t *testing.T) {
+	for _, path := range []struct {
+		name        string
+		holderFirst bool
+	}{{"holder last", false}, {"holder first", true}} {
+		for _, check := range []bool{true, false} {
+			name := path.name
+			if !check {
+				name += ", before (no conflict check)"
+			}
+			t.Run(name, func(t *testing.T) {
+				r := migrateFromKubeVIP(t, path.holderFirst, fmt.Sprintf("NOVAEDGE_CP_VIP_CONFLICT_CHECK=%v", check))
+				if check && r.maxHolders > 1 {
+					t.Errorf("two nodes held the VIP for %v during the migration", r.double)
+				}
+			})
+		}
+	}
+}
