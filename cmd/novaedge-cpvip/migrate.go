@@ -12,7 +12,9 @@ import (
 const migrateUsage = `Usage: novaedge-cpvip migrate kube-vip FILE
 
 Reads a kube-vip (>= 0.6) static pod or DaemonSet manifest and prints an env
-file for novaedge-cpvip on stdout; says on stderr what it dropped and why.
+file for novaedge-cpvip on stdout; says on stderr what it dropped and why,
+which kube-vip features you lose and what you gain, and the node-by-node
+migration steps that fit the manifest.
 `
 
 func migrate(args []string, stdout, stderr io.Writer) int {
@@ -46,5 +48,6 @@ func migrate(args []string, stdout, stderr io.Writer) int {
 	for _, n := range r.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	fmt.Fprint(stderr, r.Explanation())
 	return exitOK
 }

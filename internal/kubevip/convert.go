@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -21,6 +22,9 @@ type Result struct {
 	Vars    map[string]string // our variables
 	Dropped []string          // one line per kube-vip setting we do not take, with why
 	Notes   []string          // things the operator should know
+	Lost    []string          // kube-vip features the switch takes away
+	Gained  []string          // what the switch brings
+	Steps   []string          // the migration procedure for this manifest
 	Source  string            // which container of which object
 }
 
@@ -84,6 +88,7 @@ func Convert(data []byte) (*Result, error) {
 					}
 					env[e.Name] = e.Value
 				}
+				r.explain(maps.Clone(env), m.Kind)
 				if err := r.convert(env); err != nil {
 					return nil, err
 				}
