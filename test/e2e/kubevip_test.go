@@ -194,3 +194,86 @@ func TestMigrateFromKubeVIPARP(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateFromKubeVIPBGP replaces a live kube-vip in BGP mode (every node
+// announces the VIP /32 to FRR, ECMP) node by node, with real apiservers.
+// After (the procedure now): stop the node's kube-vip, then start ours —
+// the router takes one BGP session per neighbour address, so the two cannot
+// overlap on one node. Before (the procedure the docs gave): start ours
+// first, then stop kube-vip.
+func TestMigrateFromKubeVIPBGP(t *testing.T) {
+	for _, path := range []struct {
+		name       string
+		oursFirst  bool
+		assertNone bool
+	}{{"kube-vip stopped first", false, true}, {"before: ours started first", true, false}} {
+		t.Run(path.name, func(t *testing.T) {
+			failed := migrateBGPFromKubeVIP(t, path.oursFirst)
+			if path.assertNone && failed > 0 {
+				t.Errorf("%d requests failed across the migration", failed)
+			}
+		})
+	}
+}
+
+func migrateBGPFromKubeVIP(t *testing.T, oursFirst bool) int {
+	kv := kubeVIPBinary(t)
+	bin := realBinaries(t)
+	b := newBGPLabOf(t, 3, false)
+	cp, err := lab.NewControlPlane(b.Lab, bin, b.nodes, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.nodes {
+		if err := cp.WaitLive(i, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.startFRR(t, false, "")
+	rc := &realCluster{cluster: &cluster{Lab: b.Lab, nodes: b.nodes}, cp: cp}
+	dir := t.TempDir()
+	kvs := make([]*lab.Process, len(b.nodes))
+	for i, n := range b.nodes {
+		env := []string{"bgp_enable=true", "bgp_routerid=" + nodeV4(i).String(), "bgp_as=65002",
+			"bgp_peeraddress=" + routerV4.String(), "bgp_peeras=65001", "cp_enable=true", "vip_leaderelection=false",
+			"address=" + vip4.Addr().String(), "vip_cidr=32", "vip_interface=lo", "port=6443", "svc_enable=false",
+			"vip_nodename=" + n.Name, "k8s_config_file=" + rc.writeKubeconfig(t, dir, i), "prometheus_server=",
+			"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+		if kvs[i], err = n.Start("kube-vip-"+n.Name, env, kv, "manager"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := []netip.Addr{nodeV4(0), nodeV4(1), nodeV4(2)}
+	b.waitHops(t, vip4, 60*time.Second, all...)
+	probe, err := cp.StartProbe(b.client, realServer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := waitFirstOK(t, probe, time.Now(), 20*time.Second)
+	for i := range b.nodes {
+		step := time.Now()
+		stopKV := func() {
+			if err := kvs[i].Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kvs[i].Wait(30 * time.Second); err != nil {
+				t.Fatalf("kube-vip on %s did not stop: %v", b.nodes[i].Name, err)
+			}
+		}
+		if !oursFirst {
+			stopKV()
+		}
+		b.start(t, i, append(append([]string{}, realEnv...), "NOVAEDGE_CP_VIP_METRICS_ADDR=")...)
+		if oursFirst {
+			time.Sleep(3 * time.Second) // "check the router has the extra path", as the old docs said
+			stopKV()
+		}
+		b.waitHops(t, vip4, 60*time.Second, all...)
+		time.Sleep(3 * time.Second)
+		t.Logf("converted %s in %v", b.nodes[i].Name, time.Since(step).Round(time.Millisecond))
+	}
+	return requestFigure(t, probe, start, "whole BGP migration")
+}
