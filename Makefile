@@ -15,7 +15,7 @@ PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build deps realcp lint unit e2e test fuzz bench demo package package-check image clean
+.PHONY: all build deps realcp lint unit unit-arm64 e2e test fuzz bench demo package package-check image clean
 
 all: build
 
@@ -41,6 +41,12 @@ lint:
 unit:
 	$(GO) test -race -count=1 $(PKGS_UNIT)
 
+# The unit tests of every package that touches bytes on the wire or the
+# kernel, built for arm64 and run under qemu-user (Debian's qemu-user-static).
+PKGS_ARM64 := ./internal/vrrp ./internal/bfd ./internal/quietio ./internal/ifaddr ./internal/reconcile ./internal/memtrim ./internal/config ./internal/acd
+unit-arm64: deps
+	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PKGS_ARM64)
+
 # End-to-end tests in network namespaces with the real binary (root).
 e2e: deps
 	$(WITH_REALCP) $(GO) test -count=1 -timeout 30m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go' ; exit $${PIPESTATUS[0]}
@@ -53,7 +59,7 @@ fuzz:
 	  done; \
 	done
 
-test: deps lint unit e2e
+test: deps lint unit unit-arm64 e2e
 
 # Benchmarks in namespace labs (root): failover outages, BFD detection and
 # idle footprint, ours next to keepalived, GoBGP and FRR. Writes

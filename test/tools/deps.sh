@@ -22,6 +22,8 @@ declare -A want=(
   [iptables]=iptables
   [ethtool]=ethtool
   [/usr/lib/cni/bridge]=containernetworking-plugins
+  # arm64 under emulation: the unit tests (make unit-arm64) and the mixed group
+  [qemu-aarch64-static]=qemu-user-static
 )
 
 missing=()
