@@ -6,6 +6,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # Package versions must start with a digit: a v-tag gives 1.2.3, else 0.1.0~gitDATE.SHA.
 PKG_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null) && echo $${v\#v} || echo 0.1.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d 2>/dev/null).$$(git rev-parse --short HEAD 2>/dev/null))
 ARCH    ?= $(shell $(GO) env GOARCH)
+# The architectures packaged and in the image index.
+ARCHS   ?= amd64 arm64
+# Every timestamp in packages, image layers and SBOMs: the commit's time, so
+# two builds of one commit are byte-identical (make reproducible).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+export SOURCE_DATE_EPOCH
 NFPM    := $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.44.0
 IMAGE_REPO ?= ghcr.io/novaedge/cpvip
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.imageRepo=$(IMAGE_REPO)
@@ -15,12 +21,16 @@ PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build deps realcp lint unit unit-arm64 e2e test fuzz bench demo package package-check image clean
+.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 e2e test fuzz bench demo package package-check image clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/novaedge-cpvip
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/novaedge-cpvip
+
+# The static binary of every architecture in ARCHS: bin/linux-ARCH/novaedge-cpvip.
+build-all:
+	for a in $(ARCHS); do CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o bin/linux-$$a/novaedge-cpvip ./cmd/novaedge-cpvip || exit 1; done
 
 deps:
 	@test/tools/deps.sh
@@ -71,19 +81,33 @@ bench: deps
 	$(GO) run ./test/tools/benchtable bench/results.json
 	@echo "timeline: bench/timeline.svg"
 
-# .deb and .rpm in dist/ (nfpm pinned, fetched through the Go module proxy).
-package: build
-	mkdir -p dist
-	for p in deb rpm; do VERSION=$(PKG_VERSION) ARCH=$(ARCH) $(NFPM) package --config nfpm.yaml --packager $$p --target dist/ || exit 1; done
+# .deb and .rpm of every architecture in dist/ (nfpm pinned, fetched through
+# the Go module proxy), then the release files (packaging/dist.sh).
+package: build-all
+	mkdir -p dist bin/pkg
+	for a in $(ARCHS); do cp bin/linux-$$a/novaedge-cpvip bin/pkg/novaedge-cpvip && \
+	  for p in deb rpm; do VERSION=$(PKG_VERSION) ARCH=$$a $(NFPM) package --config nfpm.yaml --packager $$p --target dist/ || exit 1; done; done
+	packaging/dist.sh $(VERSION) $(ARCHS)
 	ls -l dist
 
-# OCI image layout in dist/oci from the static binary, no container engine,
-# named $(IMAGE_REPO):$(VERSION): the image `novaedge-cpvip manifest pod` of
-# the same build names. Load it with e.g. `tar -C dist/oci -cf x.tar . &&
-# ctr -n k8s.io images import x.tar` or skopeo copy oci:dist/oci ….
-image: build
-	$(GO) run ./packaging/oci -bin $(BIN) -out dist/oci -name $(IMAGE_REPO) -tag $(VERSION)
+# OCI image layout in dist/oci: one image index, an image per architecture,
+# from the static binaries, no container engine, named $(IMAGE_REPO):$(VERSION):
+# the image `novaedge-cpvip manifest pod` of the same build names. Load it
+# with e.g. `tar -C dist/oci -cf x.tar . && ctr -n k8s.io images import
+# --all-platforms x.tar` or skopeo copy oci:dist/oci ….
+image: build-all
+	$(GO) run ./packaging/oci -bin $$(for a in $(ARCHS); do printf '%s=bin/linux-%s/novaedge-cpvip,' $$a $$a; done | sed 's/,$$//') -out dist/oci -name $(IMAGE_REPO) -tag $(VERSION)
 	$(GO) run ./packaging/oci -verify dist/oci
+	packaging/dist.sh $(VERSION) $(ARCHS)
+
+# Two builds of this commit from scratch, byte for byte: packages, image
+# layout, binaries, SBOMs. Prints both SHA256SUMS digests.
+reproducible:
+	rm -rf dist bin && $(MAKE) -s package image >/dev/null && mv dist dist.1
+	rm -rf bin && $(GO) clean -cache && $(MAKE) -s package image >/dev/null
+	diff dist.1/SHA256SUMS dist/SHA256SUMS && diff -r dist.1/oci dist/oci
+	@echo "reproducible: first $$(sha256sum < dist.1/SHA256SUMS | cut -c1-64), second $$(sha256sum < dist/SHA256SUMS | cut -c1-64)"
+	rm -rf dist.1
 
 # Builds the packages, installs the .deb here and checks what it put down (root).
 package-check: package

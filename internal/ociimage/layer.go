@@ -75,9 +75,10 @@ func (f File) Layer(opts ...tarball.LayerOption) (v1.Layer, error) {
 	}, opts...)
 }
 
-// Image appends layer to base and sets its configuration: linux/amd64,
-// then whatever edit changes (entrypoint, environment, labels).
-func Image(base v1.Image, layer v1.Layer, edit func(*v1.Config)) (v1.Image, error) {
+// Image appends layer to base and sets its configuration: linux/arch (a
+// GOARCH name: amd64, arm64), then whatever edit changes (entrypoint,
+// environment, labels).
+func Image(base v1.Image, layer v1.Layer, arch string, edit func(*v1.Config)) (v1.Image, error) {
 	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func Image(base v1.Image, layer v1.Layer, edit func(*v1.Config)) (v1.Image, erro
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Architecture, cf.OS = arch, "linux"
 	edit(&cf.Config)
 	return mutate.ConfigFile(img, cf)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -94,7 +95,7 @@ func binaryImage(bin, path string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ociimage.Image(empty.Image, layer, func(c *v1.Config) {
+	return ociimage.Image(empty.Image, layer, runtime.GOARCH, func(c *v1.Config) {
 		c.Entrypoint = []string{"/" + path}
 		c.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	})

@@ -3,9 +3,27 @@
 # modes, the conffile kept across a reinstall, the unit verified by systemd,
 # and the .rpm's file list. Needs root; run by `make package-check`.
 set -euo pipefail
-deb=$(ls dist/novaedge-cpvip_*.deb | head -n1)
+arch=$(dpkg --print-architecture)
+deb=$(ls dist/novaedge-cpvip_*_"$arch".deb | head -n1)
 rpm=$(ls dist/novaedge-cpvip-*.rpm | head -n1)
 fail() { echo "package-check: $*" >&2; exit 1; }
+
+# Every architecture packaged, its own binary inside (ELF machine 62 x86-64,
+# 183 AArch64), and it runs (arm64: under qemu-user).
+declare -A machine=([amd64]=62 [arm64]=183) runner=([amd64]="" [arm64]=qemu-aarch64-static)
+for a in amd64 arm64; do
+  d=$(ls dist/novaedge-cpvip_*_"$a".deb 2>/dev/null | head -n1)
+  [ -n "$d" ] || fail "no $a .deb in dist"
+  [ "$(dpkg-deb -f "$d" Architecture)" = "$a" ] || fail "$d is not $a"
+  tmp=$(mktemp)
+  dpkg-deb --fsys-tarfile "$d" | tar -xOf - ./usr/bin/novaedge-cpvip > "$tmp"
+  chmod +x "$tmp"
+  m=$(od -An -t u2 -j 18 -N 2 "$tmp" | tr -d ' ')
+  [ "$m" = "${machine[$a]}" ] || fail "$d: binary for ELF machine $m"
+  ${runner[$a]} "$tmp" version | grep -q '^novaedge-cpvip ' || fail "$d: binary does not run"
+  rm -f "$tmp"
+  echo "package-check: $(basename "$d"): $a binary, runs"
+done
 
 dpkg -i "$deb" >/dev/null
 /usr/bin/novaedge-cpvip version | grep -q '^novaedge-cpvip ' || fail "binary does not run"
