@@ -156,9 +156,19 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 		}
 		p := c.start(t, i)
 		waitLine(t, p, 0, "VRRP state changed", "to=backup")
-		h, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+		var hs []int
+		err := lab.Eventually(30*time.Second, func() (err error) {
+			if hs, err = c.holders(vip4); err == nil && len(hs) == 0 {
+				err = fmt.Errorf("nobody holds %s", vip4)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(5 * time.Second) // as the procedure says: let it settle
-		t.Logf("converted %s (%v): VIP on %s", c.nodes[i].Name, time.Since(step).Round(time.Millisecond), c.nodes[h].Name)
+		hs, _ = c.holders(vip4)
+		t.Logf("converted %s (%v): VIP on %v", c.nodes[i].Name, time.Since(step).Round(time.Millisecond), c.names(hs))
 	}
 	c.waitHolder(t, vip4, -1, 30*time.Second)
 	c.stayOne(t, vip4, 3*time.Second)
@@ -197,19 +207,20 @@ func TestMigrateFromKubeVIPARP(t *testing.T) {
 
 // TestMigrateFromKubeVIPBGP replaces a live kube-vip in BGP mode (every node
 // announces the VIP /32 to FRR, ECMP) node by node, with real apiservers.
-// After (the procedure now): stop the node's kube-vip, then start ours —
-// the router takes one BGP session per neighbour address, so the two cannot
-// overlap on one node. Before (the procedure the docs gave): start ours
-// first, then stop kube-vip.
+// The router takes one BGP session per neighbour address, so on one node the
+// two cannot both announce: the procedure starts ours first (it binds the VIP
+// on lo and retries its session while kube-vip's holds), then stops
+// kube-vip, whose session closes and lets ours up. The other order (kube-vip
+// stopped first) is measured beside it.
 func TestMigrateFromKubeVIPBGP(t *testing.T) {
 	for _, path := range []struct {
-		name       string
-		oursFirst  bool
-		assertNone bool
-	}{{"kube-vip stopped first", false, true}, {"before: ours started first", true, false}} {
+		name      string
+		oursFirst bool
+	}{{"ours started first", true}, {"kube-vip stopped first", false}} {
 		t.Run(path.name, func(t *testing.T) {
-			failed := migrateBGPFromKubeVIP(t, path.oursFirst)
-			if path.assertNone && failed > 0 {
+			// At most the connections in flight to a node as its
+			// path changes: one per node.
+			if failed := migrateBGPFromKubeVIP(t, path.oursFirst); failed > 3 {
 				t.Errorf("%d requests failed across the migration", failed)
 			}
 		})
@@ -268,7 +279,7 @@ func migrateBGPFromKubeVIP(t *testing.T, oursFirst bool) int {
 		}
 		b.start(t, i, append(append([]string{}, realEnv...), "NOVAEDGE_CP_VIP_METRICS_ADDR=")...)
 		if oursFirst {
-			time.Sleep(3 * time.Second) // "check the router has the extra path", as the old docs said
+			time.Sleep(3 * time.Second) // its session is refused while kube-vip's holds
 			stopKV()
 		}
 		b.waitHops(t, vip4, 60*time.Second, all...)
