@@ -100,11 +100,12 @@ image: build-all
 	$(GO) run ./packaging/oci -verify dist/oci
 	packaging/dist.sh $(VERSION) $(ARCHS)
 
-# Two builds of this commit from scratch, byte for byte: packages, image
-# layout, binaries, SBOMs. Prints both SHA256SUMS digests.
+# Two builds of this commit from scratch (the second with an empty Go build
+# cache), byte for byte: packages, image layout, binaries, SBOMs. Prints both
+# SHA256SUMS digests.
 reproducible:
 	rm -rf dist bin && $(MAKE) -s package image >/dev/null && mv dist dist.1
-	rm -rf bin && $(GO) clean -cache && $(MAKE) -s package image >/dev/null
+	rm -rf bin && c=$$(mktemp -d) && GOCACHE=$$c $(MAKE) -s package image >/dev/null; rc=$$?; rm -rf $$c; exit $$rc
 	diff dist.1/SHA256SUMS dist/SHA256SUMS && diff -r dist.1/oci dist/oci
 	@echo "reproducible: first $$(sha256sum < dist.1/SHA256SUMS | cut -c1-64), second $$(sha256sum < dist/SHA256SUMS | cut -c1-64)"
 	rm -rf dist.1

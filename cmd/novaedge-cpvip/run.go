@@ -211,8 +211,12 @@ func newGuard(cfg *config.Config, ifname string, elector *vrrp.Elector, changed 
 		}
 		return acd.OpenNDP(ifi, vip)
 	}
-	return acd.NewGuard(vips, open, acd.NewNeighbours(ifname, elector.Members), changed, time.Now,
+	g := acd.NewGuard(vips, open, acd.NewNeighbours(ifname, elector.Members), changed, time.Now,
 		log.With("component", "acd", "interface", ifname))
+	// A node joining a running group hears the master's advertisement within
+	// an interval: only then is the master's answer for the VIP known as ours.
+	g.Settle = cfg.AdvertInterval * 3 / 2
+	return g
 }
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and

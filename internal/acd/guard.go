@@ -65,6 +65,12 @@ type Guard struct {
 	closed bool // Run is ending: no new wires
 	wake   chan struct{}
 
+	// Settle is how long after Run starts the guard neither probes nor
+	// judges answers: long enough to hear our group's first advertisement,
+	// so that a member holding the VIP is known as one (set before Run).
+	Settle  time.Duration
+	started time.Time // when Run started; under mu
+
 	// Detected counts conflicts found (one per episode).
 	Detected atomic.Uint64
 }
@@ -141,7 +147,7 @@ func (g *Guard) free(vip netip.Addr, s *vipState) bool {
 
 // Observe records that mac answered for vip or announced it.
 func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
-	if g.id.Ours(mac) {
+	if g.settling() || g.id.Ours(mac) {
 		return
 	}
 	g.mu.Lock()
@@ -170,6 +176,39 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	g.mu.Unlock()
 	if want {
 		g.changed()
+	}
+}
+
+// settling says whether Run started less than Settle ago (or not yet).
+func (g *Guard) settling() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started.IsZero() || g.now().Sub(g.started) < g.Settle
+}
+
+// forgetMembers drops the conflicts of hosts since known to be ours: a
+// member whose advertisement came after its answer.
+func (g *Guard) forgetMembers() {
+	g.mu.Lock()
+	var macs []net.HardwareAddr
+	for _, s := range g.vips {
+		if s.claim != nil {
+			macs = append(macs, s.claim.MAC)
+		}
+	}
+	g.mu.Unlock()
+	for _, mac := range macs {
+		if !g.id.Ours(mac) {
+			continue
+		}
+		g.mu.Lock()
+		for vip, s := range g.vips {
+			if s.claim != nil && slices.Equal(s.claim.MAC, mac) {
+				g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", mac.String())
+				s.claim = nil
+			}
+		}
+		g.mu.Unlock()
 	}
 }
 

@@ -48,6 +48,7 @@ func newHarness() *harness {
 	h.g = NewGuard([]netip.Addr{vip}, nil, fakeIdentity{}, func() { h.changed++ }, func() time.Time { return h.now },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	h.g.setWire(vip, h.w)
+	h.g.started = h.now.Add(-time.Hour) // settled
 	return h
 }
 
@@ -166,3 +167,27 @@ func TestUnknownVIPIsAllowed(t *testing.T) {
 		t.Fatal("a VIP without a guard must be allowed")
 	}
 }
+
+func TestSettleThenForgetMembers(t *testing.T) {
+	h := newHarness()
+	h.g.Settle, h.g.started = time.Second, h.now
+	h.g.Observe(vip, foreign)
+	if next := h.advance(0); h.w.count() != 0 || len(h.g.Conflicts()) != 0 || !next.Equal(h.g.started.Add(time.Second)) {
+		t.Fatalf("settling: %d probes, conflicts %v, next %v", h.w.count(), h.g.Conflicts(), next)
+	}
+	h.advance(time.Second)
+	if h.w.count() != 1 {
+		t.Fatalf("settled: %d probes, want 1", h.w.count())
+	}
+	// A member's answer judged before its advertisement named it.
+	h.g.Observe(vip, foreign)
+	h.g.id = memberToo{}
+	h.advance(0)
+	if len(h.g.Conflicts()) != 0 {
+		t.Fatal("a conflict with a host since known as a member must be dropped")
+	}
+}
+
+type memberToo struct{ fakeIdentity }
+
+func (memberToo) Ours(net.HardwareAddr) bool { return true }

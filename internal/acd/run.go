@@ -20,6 +20,9 @@ const uncheckedAfter = 10 * time.Second
 
 // Run probes and listens until ctx ends.
 func (g *Guard) Run(ctx context.Context) {
+	g.mu.Lock()
+	g.started = g.now()
+	g.mu.Unlock()
 	var readers sync.WaitGroup
 	defer readers.Wait()
 	defer g.closeWires()
@@ -48,6 +51,12 @@ func (g *Guard) Run(ctx context.Context) {
 // due: a probe, or the end of a blocked VIP's answer wait (to let the loop
 // bind it). The zero time: nothing is due.
 func (g *Guard) round() time.Time {
+	if g.settling() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.started.Add(g.Settle)
+	}
+	g.forgetMembers()
 	g.mu.Lock()
 	now := g.now()
 	var due []netip.Addr

@@ -52,10 +52,10 @@ func steps(bgp bool, kind string) []string {
 	if bgp {
 		return append(s,
 			"node by node, in any order:",
+			"  sudo systemctl enable --now novaedge-cpvip   # binds the VIP on lo; its BGP session waits: the router takes one session per neighbour address, kube-vip's for now",
 			"  "+remove,
-			"  sudo systemctl enable --now novaedge-cpvip   # one BGP session per node and router: kube-vip's must be gone first",
-			"  wait until the router has this node's path again (vtysh -c 'show ip bgp <VIP>/32') and novaedge-cpvip status shows the peer established; the other nodes' paths carry the traffic meanwhile",
-			"when no node runs kube-vip: kubectl -n kube-system delete lease plndr-cp-lock (if any), kube-vip's RBAC and ServiceAccount")
+			"  novaedge-cpvip status   # the peer established within seconds; the router has this node's path again (vtysh -c 'show ip bgp <VIP>/32'); the other nodes' paths carried the traffic meanwhile",
+			"when no node runs kube-vip: delete kube-vip's RBAC and ServiceAccount")
 	}
 	return append(s,
 		"find kube-vip's leader: kubectl -n kube-system get lease plndr-cp-lock -o jsonpath='{.spec.holderIdentity}'",

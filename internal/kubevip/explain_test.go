@@ -31,7 +31,7 @@ func TestExplainsLostAndGainedFeaturesAndSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = r.Explanation()
-	for _, want := range []string{"node affinity", "show ip bgp", "kube-vip's must be gone first"} {
+	for _, want := range []string{"node affinity", "show ip bgp", "one session per neighbour address"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("BGP DaemonSet explanation lacks %q:\n%s", want, out)
 		}

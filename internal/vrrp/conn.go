@@ -159,14 +159,70 @@ func (c *Conn) setup(s *socket, pc net.PacketConn) error {
 		s.p6 = ipv6.NewPacketConn(pc)
 		p := s.p6
 		return errors.Join(p.SetMulticastHopLimit(TTL), p.SetHopLimit(TTL), p.SetMulticastLoopback(false),
-			p.SetMulticastInterface(s.ifi), p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
-			c.join(func() error { return p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV6.AsSlice()}) }))
+			optional(p.SetMulticastInterface(s.ifi)), p.SetControlMessage(ipv6.FlagHopLimit|ipv6.FlagDst|ipv6.FlagInterface, true),
+			c.join(func() error {
+				return orOlder(p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV6.AsSlice()}), s.rc, func(fd int) error {
+					return unix.SetsockoptIPv6Mreq(fd, unix.IPPROTO_IPV6, unix.IPV6_ADD_MEMBERSHIP,
+						&unix.IPv6Mreq{Multiaddr: GroupV6.As16(), Interface: uint32(s.ifi.Index)})
+				})
+			}))
 	}
 	s.p4 = ipv4.NewPacketConn(pc)
 	p := s.p4
 	return errors.Join(p.SetMulticastTTL(TTL), p.SetTTL(TTL), p.SetMulticastLoopback(false),
-		p.SetMulticastInterface(s.ifi), p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
-		c.join(func() error { return p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV4.AsSlice()}) }))
+		optional(p.SetMulticastInterface(s.ifi)), p.SetControlMessage(ipv4.FlagTTL|ipv4.FlagDst|ipv4.FlagInterface, true),
+		c.join(func() error {
+			return orOlder(p.JoinGroup(s.ifi, &net.IPAddr{IP: GroupV4.AsSlice()}), s.rc, func(fd int) error {
+				// struct ip_mreq names the interface by an address of its
+				// (qemu-user mistranslates ip_mreqn's index).
+				local, err := firstIPv4(s.ifi)
+				if err != nil {
+					return err
+				}
+				return unix.SetsockoptIPMreq(fd, unix.IPPROTO_IP, unix.IP_ADD_MEMBERSHIP,
+					&unix.IPMreq{Multiaddr: GroupV4.As4(), Interface: local.As4()})
+			})
+		}))
+}
+
+// firstIPv4 is an IPv4 address of ifi.
+func firstIPv4(ifi *net.Interface) (netip.Addr, error) {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() {
+				return ip.Unmap(), nil
+			}
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no IPv4 address to join %s on", ifi.Name, GroupV4)
+}
+
+// optional ignores an option the system does not know (ENOPROTOOPT): the
+// multicast interface, which the socket's binding to the device sets anyway.
+// qemu-user, which runs our arm64 tests, lacks IP_MULTICAST_IF.
+func optional(err error) error {
+	if errors.Is(err, unix.ENOPROTOOPT) {
+		return nil
+	}
+	return err
+}
+
+// orOlder joins the group with the older IP_ADD_MEMBERSHIP /
+// IPV6_ADD_MEMBERSHIP option when MCAST_JOIN_GROUP is unknown (qemu-user);
+// both join alike on Linux.
+func orOlder(err error, rc syscall.RawConn, older func(fd int) error) error {
+	if !errors.Is(err, unix.ENOPROTOOPT) {
+		return err
+	}
+	var oerr error
+	if err := rc.Control(func(fd uintptr) { oerr = older(int(fd)) }); err != nil {
+		return err
+	}
+	return oerr
 }
 
 func (s *socket) close() error {

@@ -29,6 +29,7 @@ type cluster struct {
 	dir    string           // keepalived's files
 	noAPI  bool             // no stand-in apiservers: the test brings real ones
 	bin    string           // the daemon's build: binary unless a benchmark compares another
+	cmd    map[int][]string // per node, the daemon's command instead of bin (an arm64 build under qemu)
 }
 
 func newCluster(t testing.TB, n int, extra ...string) *cluster {
@@ -43,7 +44,7 @@ func newClusterOf(t testing.TB, n int, standIn bool, extra ...string) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)
-	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, args: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir(), bin: binary}
+	c := &cluster{Lab: l, extra: extra, noAPI: !standIn, ka: map[int]bool{}, kaCfg: map[int]lab.Keepalived{}, env: map[int][]string{}, args: map[int][]string{}, cmd: map[int][]string{}, procs: make([]*lab.Process, n), token: filepath.Join(t.TempDir(), "token"), dir: t.TempDir(), bin: binary}
 	for i := range n {
 		c.addNode(t, fmt.Sprintf("n%d", i+1))
 	}
@@ -114,7 +115,11 @@ func (c *cluster) start(t testing.TB, i int) *lab.Process {
 }
 
 func (c *cluster) startErr(i int) (*lab.Process, error) {
-	return c.nodes[i].Start(c.nodes[i].Name, c.nodeEnv(i), append([]string{c.bin, "run"}, c.args[i]...)...)
+	cmd := c.cmd[i]
+	if cmd == nil {
+		cmd = []string{c.bin}
+	}
+	return c.nodes[i].Start(c.nodes[i].Name, c.nodeEnv(i), append(append(append([]string{}, cmd...), "run"), c.args[i]...)...)
 }
 
 // nodeEnv is the environment node i's daemon runs with.
