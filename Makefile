@@ -59,7 +59,7 @@ unit-arm64: deps
 
 # End-to-end tests in network namespaces with the real binary (root).
 e2e: deps
-	$(WITH_REALCP) $(GO) test -count=1 -timeout 30m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go' ; exit $${PIPESTATUS[0]}
+	$(WITH_REALCP) $(GO) test -count=1 -timeout 45m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go' ; exit $${PIPESTATUS[0]}
 
 # Every fuzz target for FUZZTIME each.
 fuzz:
