@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 )
@@ -16,28 +17,61 @@ type Neighbours struct {
 	ifname  string
 	members func() []netip.Addr
 
-	mu   sync.Mutex
-	ours map[string]bool // hardware addresses, as of the latest refresh
+	mu        sync.Mutex
+	ours      map[string]bool      // hardware addresses, as of the latest refresh
+	strangers map[string]time.Time // addresses judged not ours, and when
 }
 
 // NewNeighbours returns the identity of this node on ifname; members lists
 // the addresses of the other routers of its group.
 func NewNeighbours(ifname string, members func() []netip.Addr) *Neighbours {
-	return &Neighbours{ifname: ifname, members: members, ours: map[string]bool{}}
+	return &Neighbours{ifname: ifname, members: members, ours: map[string]bool{}, strangers: map[string]time.Time{}}
 }
 
-// Ours implements Identity; an address not known yet is looked up again once.
+// judgeWait is how long an address that is neither ours nor a member's yet
+// is looked up again before it counts as a stranger: a member's
+// advertisement and its neighbour entry can come a moment after its
+// gratuitous ARP (two of our nodes that became master at once).
+const judgeWait = 200 * time.Millisecond
+
+// strangerMemory is how long an address judged a stranger is judged at once;
+// maxStrangers bounds how many are remembered.
+const (
+	strangerMemory = 10 * time.Second
+	maxStrangers   = 64
+)
+
+// Ours implements Identity.
 func (n *Neighbours) Ours(mac net.HardwareAddr) bool {
 	n.mu.Lock()
-	ok := n.ours[string(mac)]
+	ok, since := n.ours[string(mac)], n.strangers[string(mac)]
 	n.mu.Unlock()
 	if ok {
 		return true
 	}
-	n.Refresh()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ours[string(mac)]
+	deadline := time.Now().Add(judgeWait)
+	if time.Since(since) < strangerMemory {
+		deadline = time.Now() // judged lately: one look only
+	}
+	for {
+		n.Refresh()
+		n.mu.Lock()
+		ok = n.ours[string(mac)]
+		n.mu.Unlock()
+		if ok || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ok {
+		n.mu.Lock()
+		if len(n.strangers) >= maxStrangers {
+			clear(n.strangers)
+		}
+		n.strangers[string(mac)] = time.Now()
+		n.mu.Unlock()
+	}
+	return ok
 }
 
 // Refresh implements Identity.
