@@ -68,8 +68,9 @@ type Guard struct {
 	// Settle is how long after Run starts the guard neither probes nor
 	// judges answers: long enough to hear our group's first advertisement,
 	// so that a member holding the VIP is known as one (set before Run).
-	Settle  time.Duration
-	started time.Time // when Run started; under mu
+	Settle    time.Duration
+	started   time.Time // when Run started; under mu
+	refreshed time.Time // the latest Identity refresh of a round; under mu
 
 	// Detected counts conflicts found (one per episode).
 	Detected atomic.Uint64

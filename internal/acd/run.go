@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// refreshEvery is how often the probes' rounds look up our group's members'
+// addresses ahead of need (a stranger's answer looks them up at once).
+const refreshEvery = 10 * time.Second
+
 // reopenEvery is the pause before opening a wire again after it failed
 // (an IPv6 link-local address in duplicate address detection takes a second
 // or two after link up).
@@ -65,8 +69,12 @@ func (g *Guard) round() time.Time {
 			due = append(due, vip)
 		}
 	}
+	refresh := len(due) > 0 && now.Sub(g.refreshed) >= refreshEvery
+	if refresh {
+		g.refreshed = now
+	}
 	g.mu.Unlock()
-	if len(due) > 0 {
+	if refresh {
 		g.id.Refresh()
 	}
 	for _, vip := range due {
