@@ -52,6 +52,8 @@ func (n *Neighbours) Ours(mac net.HardwareAddr) bool {
 	deadline := time.Now().Add(judgeWait)
 	if time.Since(since) < strangerMemory {
 		deadline = time.Now() // judged lately: one look only
+	} else {
+		n.forget() // a member's MAC may have changed (its interface made again)
 	}
 	for {
 		n.Refresh()
@@ -72,6 +74,26 @@ func (n *Neighbours) Ours(mac net.HardwareAddr) bool {
 		n.mu.Unlock()
 	}
 	return ok
+}
+
+// forget deletes the members' neighbour entries, so that the next Refresh
+// has the kernel resolve them afresh: an entry keeps an old MAC until the
+// kernel probes it again.
+func (n *Neighbours) forget() {
+	link, err := netlink.LinkByName(n.ifname)
+	if err != nil {
+		return
+	}
+	for _, m := range n.members() {
+		_ = netlink.NeighDel(&netlink.Neigh{LinkIndex: link.Attrs().Index, Family: family(m), IP: m.WithZone("").AsSlice()})
+	}
+}
+
+func family(a netip.Addr) int {
+	if a.Is6() {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
 }
 
 // Refresh implements Identity.
@@ -113,13 +135,9 @@ func (n *Neighbours) addMembers(index int, ours map[string]bool) {
 			ours[string(mac)] = true
 			continue
 		}
-		family := netlink.FAMILY_V4
-		if m.Is6() {
-			family = netlink.FAMILY_V6
-		}
 		// NTF_USE: the kernel starts resolving the address, as if it had
 		// a packet for it; the answer lands in the table for the next refresh.
-		_ = netlink.NeighSet(&netlink.Neigh{LinkIndex: index, Family: family, IP: m.WithZone("").AsSlice(),
+		_ = netlink.NeighSet(&netlink.Neigh{LinkIndex: index, Family: family(m), IP: m.WithZone("").AsSlice(),
 			Flags: netlink.NTF_USE})
 	}
 }
