@@ -79,6 +79,7 @@ type Guard struct {
 type vipState struct {
 	want      bool      // this node should hold the VIP
 	probed    time.Time // the latest probe sent
+	tried     time.Time // the latest probe due, sent or not (schedules the next)
 	claim     *Conflict // the outstanding conflict; nil: free
 	wire      Wire
 	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked

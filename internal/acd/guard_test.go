@@ -1,6 +1,7 @@
 package acd
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -191,3 +192,21 @@ func TestSettleThenForgetMembers(t *testing.T) {
 type memberToo struct{ fakeIdentity }
 
 func (memberToo) Ours(net.HardwareAddr) bool { return true }
+
+// failingWire cannot send.
+type failingWire struct{ fakeWire }
+
+func (w *failingWire) Probe() error { w.fakeWire.Probe(); return errors.New("network is down") }
+
+func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
+	h := newHarness()
+	w := &failingWire{}
+	h.g.setWire(vip, w)
+	next := h.advance(0)
+	if w.count() != 1 || next.Sub(h.now) != ProbeEvery {
+		t.Fatalf("%d attempts, next in %v; want 1 and %v (not at once)", w.count(), next.Sub(h.now), ProbeEvery)
+	}
+	if h.g.Allow(vip, true, false) {
+		t.Fatal("a probe that was never sent must not allow the VIP")
+	}
+}

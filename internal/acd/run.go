@@ -53,7 +53,7 @@ func (g *Guard) Run(ctx context.Context) {
 
 // round sends the probes that are due and returns when the next thing is
 // due: a probe, or the end of a blocked VIP's answer wait (to let the loop
-// bind it). The zero time: nothing is due.
+// bind it).
 func (g *Guard) round() time.Time {
 	if g.settling() {
 		g.mu.Lock()
@@ -114,16 +114,19 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // nextProbe is when s is probed next: every ProbeEvery, holder or not (a
 // host that binds the VIP while we hold it and stays silent answers our
 // probe); every BlockedEvery while another host keeps it from us.
+// Counted from the latest attempt: a wire that is closed or failing is
+// tried again on the same schedule, not at once.
 func (s *vipState) nextProbe() time.Time {
 	if s.want && s.claim != nil {
-		return s.probed.Add(BlockedEvery)
+		return s.tried.Add(BlockedEvery)
 	}
-	return s.probed.Add(ProbeEvery)
+	return s.tried.Add(ProbeEvery)
 }
 
 func (g *Guard) probe(vip netip.Addr) {
 	g.mu.Lock()
 	w := g.vips[vip].wire
+	g.vips[vip].tried = g.now()
 	g.mu.Unlock()
 	if w == nil {
 		return

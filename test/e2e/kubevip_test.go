@@ -39,10 +39,10 @@ func kubeVIPEnv(name, kubeconfig string) []string {
 		"prometheus_server=", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 }
 
-// writeKubeconfig writes an admin kubeconfig for the local apiserver.
-func (c *realCluster) writeKubeconfig(t testing.TB, dir string, i int) string {
+// writeKubeconfig writes node's admin kubeconfig for its local apiserver.
+func writeKubeconfig(t testing.TB, cp *lab.ControlPlane, dir, node string) string {
 	t.Helper()
-	p := filepath.Join(dir, "kubeconfig-"+c.nodes[i].Name)
+	p := filepath.Join(dir, "kubeconfig-"+node)
 	conf := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -55,7 +55,7 @@ contexts:
 - name: lab
   context: {cluster: lab, user: admin}
 current-context: lab
-`, c.cp.PKI.CAFile, c.cp.AdminToken)
+`, cp.PKI.CAFile, cp.AdminToken)
 	if err := os.WriteFile(p, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 	dir := t.TempDir()
 	kvs := make([]*lab.Process, len(c.nodes))
 	for i, n := range c.nodes {
-		p, err := n.Start("kube-vip-"+n.Name, kubeVIPEnv(n.Name, c.writeKubeconfig(t, dir, i)), kv, "manager")
+		p, err := n.Start("kube-vip-"+n.Name, kubeVIPEnv(n.Name, writeKubeconfig(t, c.cp, dir, n.Name)), kv, "manager")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,30 +241,16 @@ func TestMigrateFromKubeVIPBGP(t *testing.T) {
 
 func migrateBGPFromKubeVIP(t *testing.T, oursFirst bool) int {
 	kv := kubeVIPBinary(t)
-	bin := realBinaries(t)
-	b := newBGPLabOf(t, 3, false)
-	cp, err := lab.NewControlPlane(b.Lab, bin, b.nodes, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b.nodes {
-		if err := cp.WaitLive(i, 2*time.Minute); err != nil {
-			t.Fatal(err)
-		}
-	}
-	b.startFRR(t, false, "")
-	rc := &realCluster{cluster: &cluster{Lab: b.Lab, nodes: b.nodes}, cp: cp}
+	b, cp := newRealBGPLab(t)
 	dir := t.TempDir()
 	kvs := make([]*lab.Process, len(b.nodes))
 	for i, n := range b.nodes {
 		env := []string{"bgp_enable=true", "bgp_routerid=" + nodeV4(i).String(), "bgp_as=65002",
 			"bgp_peeraddress=" + routerV4.String(), "bgp_peeras=65001", "cp_enable=true", "vip_leaderelection=false",
 			"address=" + vip4.Addr().String(), "vip_cidr=32", "vip_interface=lo", "port=6443", "svc_enable=false",
-			"vip_nodename=" + n.Name, "k8s_config_file=" + rc.writeKubeconfig(t, dir, i), "prometheus_server=",
+			"vip_nodename=" + n.Name, "k8s_config_file=" + writeKubeconfig(t, cp, dir, n.Name), "prometheus_server=",
 			"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+		var err error
 		if kvs[i], err = n.Start("kube-vip-"+n.Name, env, kv, "manager"); err != nil {
 			t.Fatal(err)
 		}

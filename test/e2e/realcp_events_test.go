@@ -167,7 +167,10 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 // TestRealBGPApiserverKilled: BGP mode, three nodes with real apiservers
 // behind an FRR router (ECMP); a node's apiserver is SIGKILLed and its next
 // hop is withdrawn; the client behind the router counts failed requests.
-func TestRealBGPApiserverKilled(t *testing.T) {
+// newRealBGPLab is three BGP nodes running a real control plane (etcd +
+// kube-apiserver each, live) and FRR on the router.
+func newRealBGPLab(t *testing.T) (*bgpLab, *lab.ControlPlane) {
+	t.Helper()
 	bin := realBinaries(t)
 	b := newBGPLabOf(t, 3, false)
 	cp, err := lab.NewControlPlane(b.Lab, bin, b.nodes, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{})
@@ -183,6 +186,11 @@ func TestRealBGPApiserverKilled(t *testing.T) {
 		}
 	}
 	b.startFRR(t, false, "")
+	return b, cp
+}
+
+func TestRealBGPApiserverKilled(t *testing.T) {
+	b, cp := newRealBGPLab(t)
 	for i := range b.nodes {
 		b.start(t, i, append(append([]string{}, realEnv...), "NOVAEDGE_CP_VIP_METRICS_ADDR=")...)
 	}
