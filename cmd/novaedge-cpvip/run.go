@@ -144,16 +144,21 @@ func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 	return c, nil
 }
 
-// watchInterface starts the netlink watcher and returns the reconciler of the
-// VIPs on ifname and its event channel.
-func watchInterface(ctx context.Context, cfg *config.Config, ifname string, log *slog.Logger) (*reconcile.Reconciler, <-chan reconcile.Event, error) {
+// newReconciler returns the reconciler of the VIPs on ifname.
+func newReconciler(cfg *config.Config, ifname string) (*reconcile.Reconciler, error) {
 	link, err := ifaddr.NewLink(ifname)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	return reconcile.New(link, cfg.VIPAddress), nil
+}
+
+// watchInterface starts the netlink watcher of ifname and returns its
+// events; onLink (if any) is called on every change of the link itself.
+func watchInterface(ctx context.Context, ifname string, onLink func(), log *slog.Logger) <-chan reconcile.Event {
 	events := make(chan reconcile.Event, 8)
-	go ifaddr.Watch(ctx, ifname, events, log.With("component", "netlink"))
-	return reconcile.New(link, cfg.VIPAddress), events, nil
+	go ifaddr.Watch(ctx, ifname, events, onLink, log.With("component", "netlink"))
+	return events
 }
 
 // buildL2 wires health, the VRRP elector and the L2 announcer.
@@ -166,7 +171,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	rec, events, err := watchInterface(ctx, cfg, ifname, log)
+	rec, err := newReconciler(cfg, ifname)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +183,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
+	events := watchInterface(ctx, ifname, elector.LinkChanged, log)
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod}
 	var ann *l2.Announcer
 	var guard *acd.Guard
@@ -283,10 +289,10 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 		}
 		routes = bfdFirst{Speaker: speaker, bfd: d.bfd}
 	}
-	var events <-chan reconcile.Event
-	if d.rec, events, err = watchInterface(ctx, cfg, ifname, log); err != nil {
+	if d.rec, err = newReconciler(cfg, ifname); err != nil {
 		return nil, err
 	}
+	events := watchInterface(ctx, ifname, nil, log)
 	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
 	d.bgpElector, d.bgpAnn = bgp.NewElector(cfg.VIPAddress, ann, cfg.FailOpen, log), ann
 	d.agent = &agent.Agent{Health: checker, Elector: d.bgpElector, Announcer: ann, Log: log}

@@ -18,9 +18,12 @@ const resubscribeDelay = 100 * time.Millisecond
 // Watch sends events about the interface called name to out until ctx ends:
 // AddrChanged for any address added to or removed from it (coalesced, never
 // blocking), LinkUp and LinkDown when its state flips. It follows the
-// interface by name across deletion and re-creation.
-func Watch(ctx context.Context, name string, out chan<- reconcile.Event, log *slog.Logger) {
-	w := &watcher{name: name, out: out, index: -1}
+// interface by name across deletion and re-creation. onLink, if not nil, is
+// called on every change of the link itself (created, deleted, up, down,
+// renamed), before the event is sent: the VRRP election follows the link
+// at once.
+func Watch(ctx context.Context, name string, out chan<- reconcile.Event, onLink func(), log *slog.Logger) {
+	w := &watcher{name: name, out: out, onLink: onLink, index: -1}
 	if link, err := netlink.LinkByName(name); err == nil {
 		w.index, w.up = link.Attrs().Index, isUp(link)
 	}
@@ -37,10 +40,11 @@ func Watch(ctx context.Context, name string, out chan<- reconcile.Event, log *sl
 }
 
 type watcher struct {
-	name  string
-	out   chan<- reconcile.Event
-	index int
-	up    bool
+	name   string
+	out    chan<- reconcile.Event
+	onLink func()
+	index  int
+	up     bool
 }
 
 // subscribe runs one address and link subscription until either closes.
@@ -79,6 +83,9 @@ func (w *watcher) link(ctx context.Context, u netlink.LinkUpdate) {
 	attrs := u.Attrs()
 	if attrs.Name != w.name && attrs.Index != w.index {
 		return
+	}
+	if w.onLink != nil {
+		w.onLink()
 	}
 	up := u.Header.Type != unix.RTM_DELLINK && attrs.Name == w.name && isUp(u.Link)
 	w.index = attrs.Index

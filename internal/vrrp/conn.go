@@ -94,9 +94,13 @@ func (c *Conn) Refresh() (bool, error) {
 }
 
 // Carrier reports whether the interface is up with carrier (IFF_UP and
-// IFF_RUNNING: operational state up), by one ioctl.
+// IFF_RUNNING: operational state up), by one ioctl. An interface that does
+// not exist has none.
 func (c *Conn) Carrier() (bool, error) {
 	flags, err := quietio.IfFlags(c.ctl, c.ifname)
+	if errors.Is(err, unix.ENODEV) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("reading the flags of %s: %w", c.ifname, err)
 	}

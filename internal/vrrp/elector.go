@@ -104,6 +104,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	})
 }
 
+// LinkChanged says the interface changed (Instance.LinkChanged).
+func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
+
 // Members returns the other routers of our group heard lately (Instance.Members).
 func (e *Elector) Members() []netip.Addr { return e.inst.Members() }
 

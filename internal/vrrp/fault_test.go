@@ -85,3 +85,27 @@ func TestInstanceFaultReleases(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestInterfaceMadeAgainRejoinsAsBackup: a master whose interface was
+// deleted and created again (told by LinkChanged, not at its next refresh)
+// releases the VIP and comes back a backup, which an equal master keeps one;
+// it does not bind the VIP on the new interface as master.
+func TestInterfaceMadeAgainRejoinsAsBackup(t *testing.T) {
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
+	inst.SetPriority(100, "")
+	waitDecisions(t, d, "becoming master", last)
+	tr.made.Store(true)
+	inst.LinkChanged()
+	waitDecisions(t, d, "releasing on the new interface", func(h []bool) bool { return !last(h) })
+	other := netip.MustParseAddr("192.0.2.10")
+	for range 10 {
+		tr.in <- fakeRx{adv(100, 10), other}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := inst.Status(); st.State != Backup {
+		t.Fatalf("state %s, want backup", st.State)
+	}
+	if h := d.snapshot(); last(h) {
+		t.Fatalf("decisions %v: the VIP is held again", h)
+	}
+}

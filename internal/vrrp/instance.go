@@ -69,6 +69,7 @@ type Instance struct {
 	m        *Machine
 	priority chan priority
 	preempt  chan bool
+	link     chan struct{} // the interface changed: look at it now
 	drops    Drops
 	foreign  foreignGroups
 	members  members
@@ -110,7 +111,7 @@ const handoverGrace = 100 * time.Millisecond
 // one transport per VIP of cfg, of its family.
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
-		primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
+		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
 }
 
 type priority struct {
@@ -136,6 +137,17 @@ func (i *Instance) SetPreempt(on bool) {
 	default:
 	}
 	i.preempt <- on
+}
+
+// LinkChanged says the interface changed (netlink told us: deleted,
+// created, up, down), so that Run looks at it now instead of at its next
+// refresh: a master whose interface was deleted must not still be master
+// when the interface comes back (Refresh).
+func (i *Instance) LinkChanged() {
+	select {
+	case i.link <- struct{}{}:
+	default:
+	}
 }
 
 // Members returns the addresses of the other routers of our group heard
@@ -195,7 +207,10 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	for {
 		select {
 		case <-refresh.C:
-			i.refresh()
+			i.refresh(decide)
+			i.checkCarrier(decide)
+		case <-i.link:
+			i.refresh(decide)
 			i.checkCarrier(decide)
 		case <-resume.timer.C:
 			i.endResume(resume, decide, "no health verdict in time")
@@ -411,8 +426,14 @@ func (i *Instance) handedOver(decide func(netip.Prefix, bool), why string) {
 }
 
 // refresh reopens a transport on a re-created interface and takes a
-// possibly new primary address.
-func (i *Instance) refresh() {
+// possibly new primary address. A node whose interface was deleted and made
+// again leaves the election as if its carrier had gone (Fault): while it was
+// gone, another master may have taken over, and the VIP went with the old
+// interface anyway; checkCarrier then starts it again as a backup. Staying
+// master would bind the VIP on the new interface, under a new MAC, before
+// its first advertisement there: two holders, and to the other node's
+// conflict check a stranger.
+func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
 	for k, conn := range i.conns {
 		changed, err := conn.Refresh()
 		if err != nil {
@@ -422,7 +443,8 @@ func (i *Instance) refresh() {
 		if !changed {
 			continue
 		}
-		i.log.Info("VRRP interface created again, socket reopened")
+		i.log.Info("VRRP interface created again, socket reopened: rejoining the election as a backup")
+		i.apply(i.m.SetCarrier(false, time.Now()), decide)
 		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
 			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)
 			if k == 0 {

@@ -20,6 +20,7 @@ type fakeTransport struct {
 	closed  chan struct{}
 	once    sync.Once
 	down    atomic.Bool // no carrier
+	made    atomic.Bool // the interface was created again (Refresh reports it once)
 
 	mu   sync.Mutex
 	sent []Advertisement
@@ -35,7 +36,7 @@ func newFakeTransport(primary netip.Addr) *fakeTransport {
 }
 
 func (f *fakeTransport) Primary() (netip.Addr, error) { return f.primary, nil }
-func (f *fakeTransport) Refresh() (bool, error)       { return false, nil }
+func (f *fakeTransport) Refresh() (bool, error)       { return f.made.Swap(false), nil }
 func (f *fakeTransport) Carrier() (bool, error)       { return !f.down.Load(), nil }
 
 func (f *fakeTransport) Send(a *Advertisement, _ netip.Addr) error {
