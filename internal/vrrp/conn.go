@@ -68,10 +68,16 @@ func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) 
 	return c, nil
 }
 
+// ErrGone says the interface does not exist (any more).
+var ErrGone = errors.New("the interface does not exist")
+
 // Refresh reopens the socket if the interface was deleted and created again
 // (its index changed) and says so; a single by-name lookup otherwise.
 func (c *Conn) Refresh() (bool, error) {
 	index, err := c.index()
+	if errors.Is(err, unix.ENODEV) {
+		return false, fmt.Errorf("%s: %w", c.ifname, ErrGone)
+	}
 	if err != nil {
 		return false, fmt.Errorf("finding interface %s: %w", c.ifname, err)
 	}
@@ -94,13 +100,9 @@ func (c *Conn) Refresh() (bool, error) {
 }
 
 // Carrier reports whether the interface is up with carrier (IFF_UP and
-// IFF_RUNNING: operational state up), by one ioctl. An interface that does
-// not exist has none.
+// IFF_RUNNING: operational state up), by one ioctl.
 func (c *Conn) Carrier() (bool, error) {
 	flags, err := quietio.IfFlags(c.ctl, c.ifname)
-	if errors.Is(err, unix.ENODEV) {
-		return false, nil
-	}
 	if err != nil {
 		return false, fmt.Errorf("reading the flags of %s: %w", c.ifname, err)
 	}

@@ -17,7 +17,7 @@ type Transport interface {
 	Send(a *Advertisement, src netip.Addr) error
 	Receive() (Advertisement, netip.Addr, error)
 	// Refresh follows the interface if it was deleted and created again,
-	// and reports whether it did.
+	// and reports whether it did; ErrGone while it does not exist.
 	Refresh() (bool, error)
 	// Carrier reports whether the interface is up with carrier.
 	Carrier() (bool, error)
@@ -210,8 +210,12 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.refresh(decide)
 			i.checkCarrier(decide)
 		case <-i.link:
+			// A carrier lost is left to the periodic check (a flap shorter
+			// than it moves nothing); an interface gone or back is not.
 			i.refresh(decide)
-			i.checkCarrier(decide)
+			if i.m.State() == Fault {
+				i.checkCarrier(decide)
+			}
 		case <-resume.timer.C:
 			i.endResume(resume, decide, "no health verdict in time")
 		case <-again.C:
@@ -426,16 +430,20 @@ func (i *Instance) handedOver(decide func(netip.Prefix, bool), why string) {
 }
 
 // refresh reopens a transport on a re-created interface and takes a
-// possibly new primary address. A node whose interface was deleted and made
-// again leaves the election as if its carrier had gone (Fault): while it was
-// gone, another master may have taken over, and the VIP went with the old
-// interface anyway; checkCarrier then starts it again as a backup. Staying
-// master would bind the VIP on the new interface, under a new MAC, before
-// its first advertisement there: two holders, and to the other node's
-// conflict check a stranger.
+// possibly new primary address. A node whose interface is deleted leaves
+// the election at once (Fault: the VIP went with the interface), and one
+// whose interface was made again starts as a backup (checkCarrier): while it
+// was gone another master may have taken over. Staying master would bind
+// the VIP on the new interface, under a new MAC, before its first
+// advertisement there: two holders, and to the other node's conflict check
+// a stranger.
 func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
 	for k, conn := range i.conns {
 		changed, err := conn.Refresh()
+		if errors.Is(err, ErrGone) && k == 0 {
+			i.fault(decide, "VRRP interface gone: leaving the election, releasing the VIP", "the interface was deleted")
+			continue
+		}
 		if err != nil {
 			i.log.Debug("VRRP interface check failed", "error", err)
 			continue
@@ -443,8 +451,10 @@ func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
 		if !changed {
 			continue
 		}
-		i.log.Info("VRRP interface created again, socket reopened: rejoining the election as a backup")
-		i.apply(i.m.SetCarrier(false, time.Now()), decide)
+		i.log.Info("VRRP interface created again, socket reopened")
+		if k == 0 {
+			i.fault(decide, "VRRP interface created again: leaving the election until it has carrier", "the interface was created again")
+		}
 		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
 			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)
 			if k == 0 {
@@ -452,6 +462,14 @@ func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
 			}
 			i.primaries[k].Store(&p)
 		}
+	}
+}
+
+// fault puts the machine in Fault for reason, saying msg if it was not.
+func (i *Instance) fault(decide func(netip.Prefix, bool), msg, reason string) {
+	if acts := i.m.Fault(reason); len(acts) > 0 {
+		i.log.Warn(msg)
+		i.apply(acts, decide)
 	}
 }
 

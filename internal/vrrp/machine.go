@@ -189,10 +189,9 @@ func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
 // an equal master that took over meanwhile.
 func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 	switch {
-	case !up && m.state != Fault:
-		m.state, m.deadline = Fault, time.Time{}
-		return []Action{{To: Fault, Changed: true, Reason: "no carrier on the interface"}}
-	case up && m.state == Fault:
+	case !up:
+		return m.Fault("no carrier on the interface")
+	case m.state == Fault:
 		if m.candidate {
 			m.masterAdverInt = m.p.Interval
 			return m.toBackup(now, "carrier back: waiting for a master")
@@ -201,6 +200,16 @@ func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 		return []Action{{To: Initialize, Changed: true, Reason: "carrier back, not a candidate"}}
 	}
 	return nil
+}
+
+// Fault leaves the election at once for reason, sending nothing (the
+// interface has no carrier, or is gone); SetCarrier(true) starts it again.
+func (m *Machine) Fault(reason string) []Action {
+	if m.state == Fault {
+		return nil
+	}
+	m.state, m.deadline = Fault, time.Time{}
+	return []Action{{To: Fault, Changed: true, Reason: reason}}
 }
 
 // Shutdown leaves the election: a master sends priority 0 so a backup takes
