@@ -15,8 +15,14 @@ import (
 // capture records packets on a host's eth0 with tcpdump until stop is called.
 func capture(t *testing.T, h *lab.Host, filter string) (file string, stop func()) {
 	t.Helper()
+	return captureOn(t, h, "eth0", filter)
+}
+
+// captureOn records packets on the host's interface ifname.
+func captureOn(t *testing.T, h *lab.Host, ifname, filter string) (file string, stop func()) {
+	t.Helper()
 	file = filepath.Join(t.TempDir(), "capture.pcap")
-	p, err := h.Start("tcpdump", nil, "tcpdump", "-i", "eth0", "--immediate-mode", "-U", "-n", "-w", file, filter)
+	p, err := h.Start("tcpdump", nil, "tcpdump", "-i", ifname, "--immediate-mode", "-U", "-n", "-w", file, filter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (l *Lab) AddHost(name string, v4, v6 netip.Prefix, dad bool) (*Host, error)
 	l.mu.Lock()
 	l.hosts = append(l.hosts, h)
 	l.mu.Unlock()
-	port := "v" + name
+	port := h.SwitchPort()
 	acceptDAD := "0"
 	if dad {
 		acceptDAD = "1"
@@ -121,13 +121,13 @@ func output(cmd *exec.Cmd, host string, args []string) (string, error) {
 
 // DeleteLink deletes the host's eth0 (its veth pair goes with it).
 func (h *Host) DeleteLink() error {
-	return h.lab.exec(h.lab.sw, "ip", "link", "del", "v"+h.Name)
+	return h.lab.exec(h.lab.sw, "ip", "link", "del", h.SwitchPort())
 }
 
 // CreateLink creates the host's eth0 again, attached to the switch, with
 // its addresses (as the OS network configuration would).
 func (h *Host) CreateLink() error {
-	l, port := h.lab, "v"+h.Name
+	l, port := h.lab, h.SwitchPort()
 	steps := [][]string{
 		{l.sw, "ip", "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", h.NS},
 		{l.sw, "ip", "link", "set", port, "master", "br0", "up"},
@@ -154,7 +154,7 @@ func (h *Host) SetSwitchPort(up bool) error {
 	if up {
 		state = "up"
 	}
-	return h.lab.exec(h.lab.sw, "ip", "link", "set", "v"+h.Name, state)
+	return h.lab.exec(h.lab.sw, "ip", "link", "set", h.SwitchPort(), state)
 }
 
 // SetLink sets the host's eth0 up or down.
