@@ -46,6 +46,7 @@ type arpAnswers struct {
 	unanswered int           // of them, answered by nobody
 	double     int           // answered by two hosts or more
 	doubleSpan time.Duration // from the first such request to the last (+ askEvery)
+	longest    time.Duration // the longest run of such requests in a row (× askEvery)
 	answerers  []string      // the MACs that answered, in order, each change once
 }
 
@@ -66,22 +67,25 @@ func (w *arpWatch) stop() arpAnswers {
 func countAnswers(rows [][]string, client, vip string) arpAnswers {
 	var a arpAnswers
 	var macs []string
-	open := false
+	open, run := false, 0
 	var at, first, last float64
 	closeWindow := func() {
 		if !open {
 			return
 		}
-		switch len(macs) {
-		case 0:
-			a.unanswered++
-		case 1:
-		default:
+		if len(macs) < 2 {
+			run = 0
+		} else {
 			if a.double == 0 {
 				first = at
 			}
 			a.double++
 			last = at
+			run++
+			a.longest = max(a.longest, time.Duration(run)*askEvery)
+		}
+		if len(macs) == 0 {
+			a.unanswered++
 		}
 	}
 	for _, r := range rows {
@@ -124,8 +128,8 @@ func TestCountAnswers(t *testing.T) {
 	}
 	a := countAnswers(rows, c, v)
 	want := arpAnswers{asked: 5, unanswered: 1, double: 2, doubleSpan: 50*time.Millisecond + askEvery,
-		answerers: []string{"aa", "bb", "aa", "bb"}}
-	if a.asked != want.asked || a.unanswered != want.unanswered || a.double != want.double ||
+		longest: 2 * askEvery, answerers: []string{"aa", "bb", "aa", "bb"}}
+	if a.asked != want.asked || a.unanswered != want.unanswered || a.double != want.double || a.longest != want.longest ||
 		a.doubleSpan.Round(time.Millisecond) != want.doubleSpan || !slices.Equal(a.answerers, want.answerers) {
 		t.Fatalf("got %+v, want %+v", a, want)
 	}

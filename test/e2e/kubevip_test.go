@@ -103,6 +103,7 @@ func (w *neighbourWatch) stop() []string {
 type migrationResult struct {
 	failed     int
 	double     time.Duration // total time two nodes held the VIP
+	longest    time.Duration // the longest of those times
 	maxHolders int
 	macs       []string // the client's neighbour entry, in order
 	arp        arpAnswers
@@ -173,23 +174,26 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 	}
 	c.waitHolder(t, vip4, -1, 30*time.Second)
 	c.stayOne(t, vip4, 3*time.Second)
-	_, maxHolders := mon.stop()
+	longest, maxHolders := mon.stop()
 	r := migrationResult{failed: requestFigure(t, probe, start, "whole migration"), double: mon.doubleTotal(),
-		maxHolders: maxHolders, macs: neigh.stop(), arp: arp.stop()}
-	t.Logf("FIGURE double holding over the whole migration: %v total, at most %d holders; the client's neighbour entry took %v",
-		r.double.Round(time.Millisecond), r.maxHolders, r.macs)
-	t.Logf("FIGURE ARP on the client's switch port, asked every %v: %d requests, %d answered by two hosts (%v from the first to the last), %d by none; answers from %v",
-		askEvery, r.arp.asked, r.arp.double, r.arp.doubleSpan, r.arp.unanswered, r.arp.answerers)
+		longest: longest, maxHolders: maxHolders, macs: neigh.stop(), arp: arp.stop()}
+	t.Logf("FIGURE double holding over the whole migration: %v total, %v at most at a time, at most %d holders; the client's neighbour entry took %v",
+		r.double.Round(time.Millisecond), r.longest.Round(time.Millisecond), r.maxHolders, r.macs)
+	t.Logf("FIGURE ARP on the client's switch port, asked every %v: %d requests, %d answered by two hosts (%v from the first to the last, %v in a row at most), %d by none; the answering MAC changed %d times",
+		askEvery, r.arp.asked, r.arp.double, r.arp.doubleSpan.Round(time.Millisecond), r.arp.longest, r.arp.unanswered, max(len(r.arp.answerers)-1, 0))
 	return r
 }
 
 // TestMigrateFromKubeVIPARP replaces a live kube-vip (ARP mode, Lease
 // election, real apiservers and etcd) node by node, kube-vip's leader last
-// (the documented order) and first. Leader last: no moment of two holders,
-// our master does not bind the VIP while kube-vip's leader answers for it.
-// Leader first: a remaining kube-vip takes the Lease and binds the VIP
-// without looking, possibly after ours did; ours releases it when it hears
-// that host. Each path also runs without the conflict check, as every build
+// (the documented order) and first. Two holders are seen three ways: the
+// kernels' addresses (every 5 ms), the client's neighbour entry, and on the
+// wire — the client asks who has the VIP every 50 ms and a capture on its
+// switch port counts the requests two hosts answered. Leader last: no
+// moment of two holders, our master does not bind the VIP while kube-vip's
+// leader answers for it. Leader first: a remaining kube-vip takes the Lease
+// and binds the VIP without looking, possibly after ours did; ours releases
+// it when it hears that host, each time within a second. Each path also runs without the conflict check, as every build
 // before it did: the figures before.
 func TestMigrateFromKubeVIPARP(t *testing.T) {
 	for _, path := range []struct {
@@ -209,11 +213,12 @@ func TestMigrateFromKubeVIPARP(t *testing.T) {
 					// The documented order: no kube-vip is left to take
 					// the Lease when the leader stops.
 					t.Errorf("two nodes held the VIP for %v during the migration; %d ARP requests had two answers", r.double, r.arp.double)
-				case r.double > time.Second || r.arp.doubleSpan > time.Second:
-					// Leader first: another kube-vip takes the Lease and
-					// binds without looking; ours steps back as soon as
-					// it hears that host.
-					t.Errorf("two nodes held the VIP for %v (ARP: two answers over %v), want ours to step back within a second", r.double, r.arp.doubleSpan)
+				case r.longest > time.Second || r.arp.longest > time.Second:
+					// Leader first: each remaining kube-vip that takes the
+					// Lease binds without looking; ours steps back as soon
+					// as it hears that host.
+					t.Errorf("two nodes held the VIP for %v at a time (ARP: two answers for %v in a row), want ours to step back within a second",
+						r.longest, r.arp.longest)
 				}
 			})
 		}
