@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -176,15 +177,64 @@ func BenchmarkL2Failover(b *testing.B) {
 // run does the series' trials and keeps the probes of its median trial.
 func (s *l2Series) run(c *cluster, trials int, logf func(string, ...any)) error {
 	for trial := range trials {
+		mark := s.group.mark(c)
 		d, probes, fault, err := s.trial(c)
 		if err != nil {
 			return fmt.Errorf("trial %d: %w", trial+1, err)
 		}
+		typical := s.typical()
 		s.keep(d, probes, fault)
 		logf("%s, %s, %s: trial %d outage %s", s.group.name, s.group.tool, s.kind.name, trial+1, d.Round(time.Millisecond))
+		if typical > 0 && d > 2*typical {
+			logf("%s, %s, %s: trial %d is an outlier (typical %s): the group's lines since the trial began:\n%s",
+				s.group.name, s.group.tool, s.kind.name, trial+1, typical.Round(time.Millisecond), s.group.linesSince(c, mark))
+		}
 	}
 	s.median()
 	return nil
+}
+
+// typical is the median outage of the trials so far (0 before the third).
+func (s *l2Series) typical() time.Duration {
+	if len(s.out) < 3 {
+		return 0
+	}
+	out := slices.Clone(s.out)
+	slices.Sort(out)
+	return out[len(out)/2]
+}
+
+// mark is, per node of the group, its process and how many lines it had
+// written: linesSince prints what came after (a chase of an outlier).
+func (g failoverGroup) mark(c *cluster) map[int]mark {
+	m := map[int]mark{}
+	for _, i := range g.hosts {
+		if p := c.procs[i]; p != nil {
+			m[i] = mark{p, p.Lines()}
+		}
+	}
+	return m
+}
+
+type mark struct {
+	p     *lab.Process
+	lines int
+}
+
+// linesSince returns the lines the group's processes wrote after mark,
+// each prefixed with its node.
+func (g failoverGroup) linesSince(c *cluster, since map[int]mark) string {
+	var b strings.Builder
+	for _, i := range g.hosts {
+		m, ok := since[i]
+		if !ok {
+			continue
+		}
+		for k := m.lines; k < m.p.Lines(); k++ {
+			fmt.Fprintf(&b, "    %s: %s\n", c.nodes[i].Name, m.p.Line(k))
+		}
+	}
+	return b.String()
 }
 
 // keep records one trial's outage and probes.
