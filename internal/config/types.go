@@ -264,7 +264,7 @@ func (p *BGPPeer) parseOption(kv string, seen map[string]bool) error {
 	case "multihop":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 255 {
-			return fmt.Errorf("option multihop=%s: want a TTL 1-255", v)
+			return fmt.Errorf("option multihop=%s: want a TTL 1-255", redactPasswords(v)) // "multihop=password=…": a missing &
 		}
 		p.Multihop = n
 	default:
