@@ -199,31 +199,30 @@ func (s *l2Series) typical() time.Duration {
 	if len(s.out) < 3 {
 		return 0
 	}
-	out := slices.Clone(s.out)
-	slices.Sort(out)
-	return out[len(out)/2]
+	median, _ := stats(s.out)
+	return median
 }
 
-// mark is, per node of the group, its process and how many lines it had
-// written: linesSince prints what came after (a chase of an outlier).
-func (g failoverGroup) mark(c *cluster) map[int]mark {
-	m := map[int]mark{}
+// mark returns, per node of the group, its process and how many lines it
+// had written: linesSince prints what came after (a chase of an outlier).
+func (g failoverGroup) mark(c *cluster) map[int]logMark {
+	m := map[int]logMark{}
 	for _, i := range g.hosts {
 		if p := c.procs[i]; p != nil {
-			m[i] = mark{p, p.Lines()}
+			m[i] = logMark{p, p.Lines()}
 		}
 	}
 	return m
 }
 
-type mark struct {
+type logMark struct {
 	p     *lab.Process
 	lines int
 }
 
 // linesSince returns the lines the group's processes wrote after mark,
 // each prefixed with its node.
-func (g failoverGroup) linesSince(c *cluster, since map[int]mark) string {
+func (g failoverGroup) linesSince(c *cluster, since map[int]logMark) string {
 	var b strings.Builder
 	for _, i := range g.hosts {
 		m, ok := since[i]

@@ -181,7 +181,7 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 	t.Logf("FIGURE double holding over the whole migration: %v total, %v at most at a time, at most %d holders; the client's neighbour entry took %v",
 		r.double.Round(time.Millisecond), r.longest.Round(time.Millisecond), r.maxHolders, r.macs)
 	t.Logf("FIGURE ARP on the client's switch port, asked every %v: %d requests, %d answered by two hosts (%v from the first to the last, %v in a row at most), %d by none; the answering MAC changed %d times",
-		askEvery, r.arp.asked, r.arp.double, r.arp.doubleSpan.Round(time.Millisecond), r.arp.longest, r.arp.unanswered, max(len(r.arp.answerers)-1, 0))
+		askEvery, r.arp.asked, r.arp.double, r.arp.doubleSpan.Round(time.Millisecond), r.arp.longest, r.arp.unanswered, r.arp.changes)
 	return r
 }
 
@@ -199,8 +199,9 @@ const stepBack = acd.ProbeEvery + 500*time.Millisecond
 // moment of two holders, our master does not bind the VIP while kube-vip's
 // leader answers for it. Leader first: a remaining kube-vip takes the Lease
 // and binds the VIP without looking, possibly after ours did; ours releases
-// it when it hears that host or at its next probe (stepBack). Each path also runs without the conflict check, as every build
-// before it did: the figures before.
+// it when it hears that host or at its next probe (stepBack). Each path
+// also runs without the conflict check, as every build before it did: the
+// figures before.
 func TestMigrateFromKubeVIPARP(t *testing.T) {
 	for _, path := range []struct {
 		name        string

@@ -164,9 +164,6 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 	c.stayOne(t, vip4, 2*time.Second)
 }
 
-// TestRealBGPApiserverKilled: BGP mode, three nodes with real apiservers
-// behind an FRR router (ECMP); a node's apiserver is SIGKILLed and its next
-// hop is withdrawn; the client behind the router counts failed requests.
 // newRealBGPLab is three BGP nodes running a real control plane (etcd +
 // kube-apiserver each, live) and FRR on the router.
 func newRealBGPLab(t *testing.T) (*bgpLab, *lab.ControlPlane) {
@@ -189,6 +186,9 @@ func newRealBGPLab(t *testing.T) (*bgpLab, *lab.ControlPlane) {
 	return b, cp
 }
 
+// TestRealBGPApiserverKilled: BGP mode, three nodes with real apiservers
+// behind an FRR router (ECMP); a node's apiserver is SIGKILLed and its next
+// hop is withdrawn; the client behind the router counts failed requests.
 func TestRealBGPApiserverKilled(t *testing.T) {
 	b, cp := newRealBGPLab(t)
 	for i := range b.nodes {

@@ -220,20 +220,34 @@ func (n *KubeNode) pids() []int {
 		}
 	}
 	for _, root := range []string{n.sysCgroup("pids"), filepath.Join("/sys/fs/cgroup/pids", n.cgroup)} {
-		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(path)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					out = append(out, pid)
-				}
-			}
-			return nil
-		})
+		out = append(out, cgroupPIDs(root)...)
 	}
 	return out
+}
+
+// cgroupPIDs lists the processes in the cgroup root and its children.
+func cgroupPIDs(root string) []int {
+	var out []int
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		out = append(out, parsePIDs(b)...)
+		return nil
+	})
+	return out
+}
+
+// parsePIDs parses whitespace-separated PIDs.
+func parsePIDs(b []byte) []int {
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // teardown powers the node off and removes its cgroups (kubelet's

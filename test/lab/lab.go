@@ -30,7 +30,12 @@ func New(logf func(string, ...any)) (*Lab, error) {
 	_, _ = rand.Read(b)
 	l := &Lab{Prefix: "cpv" + hex.EncodeToString(b), Logf: logf}
 	l.sw = l.Prefix + "-sw"
+	sweep(logf)
+	if err := claim(l.Prefix); err != nil {
+		return nil, fmt.Errorf("recording the lab's owner: %w", err)
+	}
 	if err := run("ip", "netns", "add", l.sw); err != nil {
+		release(l.Prefix)
 		return nil, err
 	}
 	for _, args := range [][]string{
@@ -211,4 +216,5 @@ func (l *Lab) Close() {
 		_ = run("ip", "netns", "del", h.NS)
 	}
 	_ = run("ip", "netns", "del", l.sw)
+	release(l.Prefix)
 }
