@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/bind"
 )
 
 // Probe timing.
@@ -51,14 +53,14 @@ type Conflict struct {
 	Last  time.Time // its latest answer
 }
 
-// Guard decides whether each VIP may be bound. Allow and Conflicts may be
+// Guard judges whether another host answers for each VIP. Verdict and Conflicts may be
 // called from any goroutine.
 type Guard struct {
 	open    func(vip netip.Addr) (Wire, error)
 	id      Identity
 	now     func() time.Time
 	log     *slog.Logger
-	changed func() // a VIP's verdict may have changed: ask Allow again
+	changed func() // a VIP's verdict may have changed: ask Verdict again
 
 	mu     sync.Mutex
 	vips   map[netip.Addr]*vipState
@@ -84,7 +86,7 @@ type vipState struct {
 	wire      Wire
 	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked
 	failing   time.Time // since when the wire fails to open or to send; zero: it works
-	denied    bool      // Allow's latest answer was no to a VIP this node should hold
+	denied    bool      // Verdict's latest answer was not Clear for a VIP this node should hold
 	quiet     int       // probes in a row that went unanswered (by others than us and our group)
 	counted   time.Time // the latest probe counted in quiet
 }
@@ -101,26 +103,42 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 	return g
 }
 
-// Allow records whether this node should hold vip and says whether it may
-// be bound: no other host answers for it (after one did, FreeAfter probes in
-// a row went unanswered), and, unless it is bound already (held), the latest
-// probe went unanswered — at a takeover, the one of the last second. A VIP
-// the guard does not know, or cannot check, is allowed.
-func (g *Guard) Allow(vip netip.Addr, want, held bool) bool {
+// Verdict records whether this node should hold vip (want) and returns the
+// check's verdict on it (bind.Decide makes the decision from it):
+//   - Claimed: another host answers for it (after one did, FreeAfter probes
+//     in a row must go unanswered before it is free);
+//   - Clear: no other host answers and the latest probe went unanswered —
+//     at a takeover, the one of the last second; or the VIP is not checked
+//     (unknown to the guard, or its wire has failed for uncheckedAfter: a
+//     claim it can no longer confirm is dropped, as a fault in the check
+//     must not keep the VIP down);
+//   - Unprobed: no answer known, but no probe has gone unanswered yet.
+func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s, ok := g.vips[vip]
 	if !ok {
-		return true
+		return bind.Clear
 	}
 	if s.want != want {
 		s.want = want
 		g.kick()
 	}
 	g.settle(s)
-	ok = (s.claim == nil || g.free(vip, s)) && (held || s.unchecked || s.quiet > 0)
-	s.denied = want && !ok
-	return ok
+	v := bind.Clear
+	switch {
+	case s.unchecked:
+		if s.claim != nil {
+			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", s.claim.MAC.String())
+			s.claim = nil
+		}
+	case s.claim != nil && !g.free(vip, s):
+		v = bind.Claimed
+	case s.quiet == 0:
+		v = bind.Unprobed
+	}
+	s.denied = want && v != bind.Clear
+	return v
 }
 
 // settle counts the latest probe once its answer wait is over.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/bind"
 )
 
 var (
@@ -60,24 +62,24 @@ func (h *harness) advance(d time.Duration) time.Time {
 
 func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 	h := newHarness()
-	if h.g.Allow(vip, true, false) {
+	if h.g.Verdict(vip, true) == bind.Clear {
 		t.Fatal("never probed: must not be bound yet")
 	}
 	next := h.advance(0)
-	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || h.g.Allow(vip, true, false) {
+	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true) == bind.Clear) {
 		t.Fatalf("%d probes, next in %v (want 1, %v), or allowed before the answer wait", h.w.count(), next.Sub(h.now), AnswerWait)
 	}
 	h.advance(AnswerWait)
-	if h.changed != 1 || !h.g.Allow(vip, true, false) {
+	if h.changed != 1 || !(h.g.Verdict(vip, true) == bind.Clear) {
 		t.Fatalf("unanswered probe: changed %d, must be allowed", h.changed)
 	}
-	h.g.Allow(vip, false, false)
+	h.g.Verdict(vip, false)
 	h.advance(ProbeEvery)
 	if h.w.count() != 2 {
 		t.Fatalf("backup after a second: %d probes, want 2", h.w.count())
 	}
 	// A takeover: the latest probe went unanswered, so bind at once.
-	if !h.g.Allow(vip, true, false) {
+	if !(h.g.Verdict(vip, true) == bind.Clear) {
 		t.Fatal("a takeover must not wait for a probe")
 	}
 	h.advance(ProbeEvery)
@@ -88,29 +90,29 @@ func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 
 func TestBoundVIPStaysAtStart(t *testing.T) {
 	h := newHarness()
-	if !h.g.Allow(vip, true, true) {
+	if !(h.g.Verdict(vip, true) != bind.Claimed) {
 		t.Fatal("a VIP bound at start (resumed) must stay while nobody else answers")
 	}
 }
 
 func TestOwnAndMembersAnswersAreNoConflict(t *testing.T) {
 	h := newHarness()
-	h.g.Allow(vip, false, false)
+	h.g.Verdict(vip, false)
 	h.advance(0)
 	h.g.Observe(vip, selfMAC)
 	h.g.Observe(vip, member) // a master handing over still holds the VIP
 	h.now = h.now.Add(AnswerWait)
-	if !h.g.Allow(vip, true, false) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+	if !(h.g.Verdict(vip, true) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("ours and members' answers blocked the VIP: %v", h.g.Conflicts())
 	}
 }
 
 func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h := newHarness()
-	h.g.Allow(vip, false, false)
+	h.g.Verdict(vip, false)
 	h.advance(0)
 	h.g.Observe(vip, foreign) // answers the backup's probe
-	if h.g.Allow(vip, true, false) {
+	if h.g.Verdict(vip, true) == bind.Clear {
 		t.Fatal("elected while another host answers: must not bind")
 	}
 	// Blocked: probed every BlockedEvery while it answers.
@@ -125,7 +127,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h.now = h.now.Add(time.Millisecond)
 	h.g.Observe(vip, foreign)
 	h.advance(AnswerWait - time.Millisecond)
-	if h.g.Allow(vip, true, false) {
+	if h.g.Verdict(vip, true) == bind.Clear {
 		t.Fatal("answered again: must stay blocked")
 	}
 	if c := h.g.Conflicts(); len(c) != 1 || c[0].MAC.String() != foreign.String() || h.g.Detected.Load() != 1 {
@@ -134,7 +136,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	// It lets go: FreeAfter probes in a row go unanswered.
 	for k := range FreeAfter {
 		next = h.advance(BlockedEvery - AnswerWait)
-		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || h.g.Allow(vip, true, false) {
+		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true) == bind.Clear) {
 			t.Fatalf("probe sent: %d probes, next in %v, or allowed before the answer wait", h.w.count(), next.Sub(h.now))
 		}
 		changed := h.changed
@@ -142,7 +144,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 		if h.changed != changed+1 {
 			t.Fatal("the end of the answer wait must wake the loop")
 		}
-		if free := h.g.Allow(vip, true, false); free != (k == FreeAfter-1) {
+		if free := (h.g.Verdict(vip, true) == bind.Clear); free != (k == FreeAfter-1) {
 			t.Fatalf("after %d unanswered probes: allowed %v", k+1, free)
 		}
 	}
@@ -153,18 +155,18 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 
 func TestForeignClaimWhileHoldingReleases(t *testing.T) {
 	h := newHarness()
-	if !h.g.Allow(vip, true, true) {
+	if !(h.g.Verdict(vip, true) != bind.Claimed) {
 		t.Fatal("not allowed")
 	}
 	h.g.Observe(vip, foreign) // its gratuitous ARP
-	if h.changed != 1 || h.g.Allow(vip, true, true) {
+	if h.changed != 1 || (h.g.Verdict(vip, true) != bind.Claimed) {
 		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.changed)
 	}
 }
 
 func TestUnknownVIPIsAllowed(t *testing.T) {
 	h := newHarness()
-	if !h.g.Allow(netip.MustParseAddr("2001:db8::1"), true, false) {
+	if !(h.g.Verdict(netip.MustParseAddr("2001:db8::1"), true) == bind.Clear) {
 		t.Fatal("a VIP without a guard must be allowed")
 	}
 }
@@ -206,7 +208,7 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 	if w.count() != 1 || next.Sub(h.now) != ProbeEvery {
 		t.Fatalf("%d attempts, next in %v; want 1 and %v (not at once)", w.count(), next.Sub(h.now), ProbeEvery)
 	}
-	if h.g.Allow(vip, true, false) {
+	if h.g.Verdict(vip, true) == bind.Clear {
 		t.Fatal("a probe that was never sent must not allow the VIP")
 	}
 }

@@ -82,7 +82,7 @@ func (g *Guard) round() time.Time {
 	}
 	next, freeing := g.schedule(now)
 	if freeing {
-		g.changed() // a probe went unanswered: Allow frees the VIP
+		g.changed() // a probe went unanswered: Verdict frees the VIP
 	}
 	return next
 }

@@ -26,15 +26,9 @@ type Options struct {
 	Refresh   time.Duration // periodic re-announcement while holding; 0 = off
 	Period    time.Duration // periodic reconcile pass
 	Gap       time.Duration // between the announcements of one takeover; 0 = RepeatGap
-	// Guard, when set, may keep a VIP from being bound (another host
-	// answers for it: internal/acd).
-	Guard Guard
-}
-
-// Guard says whether a VIP may be bound; want says whether this node should
-// hold it.
-type Guard interface {
-	Allow(vip netip.Addr, want, held bool) bool
+	// Guard, when set, is the conflict check: one input of the bind
+	// decision (internal/acd, internal/bind).
+	Guard reconcile.Checker
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
@@ -42,7 +36,6 @@ type Guard interface {
 type Announcer struct {
 	opts   Options
 	loop   *reconcile.Loop
-	rec    *reconcile.Reconciler // Held, for the guard
 	send   func(ifname string, vip netip.Addr) error
 	log    *slog.Logger
 	ctx    context.Context
@@ -62,23 +55,13 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 	if opts.Gap == 0 {
 		opts.Gap = RepeatGap
 	}
-	a := &Announcer{opts: opts, rec: rec, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
+	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
 	a.SetGARP(opts.Repeat, opts.Refresh)
-	hooks := reconcile.Hooks{Changed: a.changed, Reannounce: a.reannounce}
 	if opts.Guard != nil {
-		hooks.Before = a.guard
+		rec.SetCheck(opts.Guard)
 	}
-	a.loop = reconcile.NewLoop(rec, events, opts.Period, hooks)
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, Reannounce: a.reannounce})
 	return a
-}
-
-// guard keeps the VIPs the guard does not allow unbound for this step.
-func (a *Announcer) guard(desired map[netip.Prefix]bool) {
-	for vip, want := range desired {
-		if !a.opts.Guard.Allow(vip.Addr(), want, a.rec.Held(vip)) && want {
-			desired[vip] = false
-		}
-	}
 }
 
 // Poke makes the loop ask the guard again soon.

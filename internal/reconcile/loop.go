@@ -23,8 +23,7 @@ type Hooks struct {
 	// Before runs before each step with the desired set (BGP withdraws the
 	// routes of VIPs about to be removed). It may set a VIP desired for
 	// this step to keep it bound (its route could not be withdrawn); not at
-	// shutdown, where the speaker's stop takes every route with it. It may
-	// set a VIP not desired for this step (another host answers for it).
+	// shutdown, where the speaker's stop takes every route with it.
 	Before func(desired map[netip.Prefix]bool)
 	// Changed sees every change a step made.
 	Changed func(Change)

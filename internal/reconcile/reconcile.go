@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+
+	"github.com/novaedge/cpvip/internal/bind"
 )
 
 // Addresses is the kernel state a Reconciler corrects: the addresses of one
@@ -35,11 +37,18 @@ type Change struct {
 // Counts are the totals of each action since start.
 type Counts map[Action]uint64
 
+// Checker is the address conflict check (internal/acd's Guard): its
+// verdict on vip, told whether this node is elected to hold it.
+type Checker interface {
+	Verdict(vip netip.Addr, want bool) bind.Check
+}
+
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
 type Reconciler struct {
 	addrs Addresses
 	owned []netip.Prefix
 	held  map[netip.Addr]bool // installed by us and not released since
+	check Checker             // nil: no conflict check
 
 	mu     sync.Mutex // guards counts, read by status while Step runs
 	counts Counts
@@ -50,10 +59,17 @@ func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
 	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{}}
 }
 
-// Step makes the owned VIPs match desired and returns what it changed; a
-// converged state issues no mutation. A VIP absent from desired is undecided
-// (say, health not known yet after start) and left as it is.
-func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
+// SetCheck makes the conflict check c one input of every bind decision
+// (before the first Step).
+func (r *Reconciler) SetCheck(c Checker) { r.check = c }
+
+// Step makes the owned VIPs match the bind decision and returns what it
+// changed; a converged state issues no mutation. elected is the election's
+// verdict per VIP; a VIP absent from it is undecided (say, health not known
+// yet after start) and left as it is. Whether each VIP is bound is decided
+// by bind.Decide from that verdict, the conflict check's and what the
+// kernel has bound now.
+func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	actual, err := r.addrs.List()
@@ -64,12 +80,12 @@ func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
 	for _, vip := range r.owned {
 		present := matching(actual, vip.Addr())
 		exact := len(present) == 1 && present[0] == vip
-		want, decided := desired[vip]
+		hold, decided := bind.Decide(r.inputs(vip, elected, len(present) > 0))
 		switch {
 		case !decided:
-		case want && exact:
+		case hold && exact:
 			r.held[vip.Addr()] = true
-		case want:
+		case hold:
 			changes = append(changes, r.install(vip, present))
 		case len(present) > 0:
 			changes = append(changes, r.remove(vip, present))
@@ -78,6 +94,24 @@ func (r *Reconciler) Step(desired map[netip.Prefix]bool) []Change {
 		}
 	}
 	return r.count(changes)
+}
+
+// inputs gathers what the bind decision of vip reads.
+func (r *Reconciler) inputs(vip netip.Prefix, elected map[netip.Prefix]bool, bound bool) bind.Inputs {
+	in := bind.Inputs{Election: bind.Undecided, Check: bind.Clear, Bound: bound}
+	want, ok := elected[vip]
+	switch {
+	case !ok:
+		return in
+	case want:
+		in.Election = bind.Elected
+	default:
+		in.Election = bind.NotElected
+	}
+	if r.check != nil {
+		in.Check = r.check.Verdict(vip.Addr(), want)
+	}
+	return in
 }
 
 // install adds vip, first removing the same address with another prefix length.
