@@ -109,3 +109,78 @@ func TestInterfaceMadeAgainRejoinsAsBackup(t *testing.T) {
 		t.Fatalf("decisions %v: the VIP is held again", h)
 	}
 }
+
+// TestShortCarrierFlapKeepsTheMaster: a master whose carrier comes back
+// before any backup's master down timer can have fired (3 intervals after
+// its last advertisement) is master again at once, advertising; after a
+// longer loss it waits as a backup. Issue 32 finding 3: a 300 ms flap cost
+// a whole master down interval, 3.1 s with no holder.
+func TestShortCarrierFlapKeepsTheMaster(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		down time.Duration // from the last advertisement
+		want State
+	}{
+		{"300 ms", 300 * time.Millisecond, Master},
+		{"just under three intervals", 3*time.Second - time.Millisecond, Master},
+		{"three intervals", 3 * time.Second, Backup},
+		{"ten seconds", 10 * time.Second, Backup},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := masterAt(t, params(100, "192.0.2.13"))
+			last := m.Deadline().Add(-time.Second) // its latest advertisement
+			m.SetCarrier(false, last.Add(100*time.Millisecond))
+			acts := m.SetCarrier(true, last.Add(c.down))
+			if m.State() != c.want {
+				t.Fatalf("carrier back %v after the last advertisement: %v %+v, want %v", c.down, m.State(), acts, c.want)
+			}
+			if c.want == Master && (len(acts) != 2 || !acts[0].Send || acts[0].Priority != 100) {
+				t.Fatalf("master again without advertising at once: %+v", acts)
+			}
+		})
+	}
+}
+
+// TestBackupFaultEndsAsBackup: only a master skips the wait.
+func TestBackupFaultEndsAsBackup(t *testing.T) {
+	m := NewMachine(params(100, "192.0.2.13"))
+	m.SetCandidate(true, t0)
+	m.SetCarrier(false, t0.Add(time.Second))
+	if m.SetCarrier(true, t0.Add(1100*time.Millisecond)); m.State() != Backup {
+		t.Fatalf("state %v, want backup", m.State())
+	}
+}
+
+// TestInterfaceMadeAgainForgetsTheMaster: a Fault of an interface made
+// again ends as a backup however short (a new MAC: the others must hear
+// our advertisement before our gratuitous ARP).
+func TestInterfaceMadeAgainForgetsTheMaster(t *testing.T) {
+	m := masterAt(t, params(100, "192.0.2.13"))
+	now := m.Deadline()
+	m.Fault("the interface was created again", now)
+	m.Forget()
+	if m.SetCarrier(true, now.Add(10*time.Millisecond)); m.State() != Backup {
+		t.Fatalf("state %v, want backup", m.State())
+	}
+}
+
+// TestResumedNodeRejoinsAfterAFault: a node that resumed as master after a
+// kill is a candidate like any other: after a carrier loss it rejoins the
+// election. Issue 32 finding 1: it stayed in Initialize for good, and the
+// last healthy node watched the VIP sit elsewhere.
+func TestResumedNodeRejoinsAfterAFault(t *testing.T) {
+	m := NewMachine(params(100, "192.0.2.13"))
+	m.SetPriority(100, t0)
+	if acts := m.Resume(t0); m.State() != Master || len(acts) != 2 {
+		t.Fatalf("resume: %v %+v", m.State(), acts)
+	}
+	m.SetCarrier(false, t0.Add(time.Second))
+	m.SetCarrier(true, t0.Add(10*time.Second))
+	if m.State() != Backup {
+		t.Fatalf("after a long fault: %v, want backup (a candidate)", m.State())
+	}
+	m.Timeout(m.Deadline())
+	if m.State() != Master {
+		t.Fatalf("alone after the master down interval: %v, want master", m.State())
+	}
+}

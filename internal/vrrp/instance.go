@@ -66,7 +66,6 @@ type Instance struct {
 	cfg      Config
 	conns    []Transport // one per VIP, same order
 	log      *slog.Logger
-	m        *Machine
 	priority chan priority
 	preempt  chan bool
 	link     chan struct{} // the interface changed: look at it now
@@ -77,10 +76,7 @@ type Instance struct {
 	received atomic.Uint64
 	sendErrs atomic.Uint64
 
-	lastReannounce time.Time                    // Run's goroutine only
-	announceAgain  bool                         // Run's goroutine only: start the again timer
-	handingOver    bool                         // Run's goroutine only: resigned, the VIP still bound
-	primaries      []atomic.Pointer[netip.Addr] // our source address per family, read by the readers
+	primaries []atomic.Pointer[netip.Addr] // our source address per family, read by the readers
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -96,11 +92,6 @@ const reannounceEvery = time.Second
 // neighbours on a MAC that no longer has the VIP until our next repeat, 1.1 s
 // later.
 const reannounceAgain = 100 * time.Millisecond
-
-// handoverWait is how long a master that resigned keeps the VIP bound while
-// no other master announces itself: a master-down interval and a little
-// more, after which no backup will take over.
-func (i *Instance) handoverWait() time.Duration { return 4 * i.cfg.Interval }
 
 // handoverGrace is how long a resigned master keeps the VIP after the new
 // master's first advertisement, for that master's gratuitous ARP / NA to
@@ -173,18 +164,20 @@ type packet struct {
 
 // Run runs the election until ctx ends, calling decide(vip, true) for every
 // VIP on becoming master and decide(vip, false) on leaving it. On return it
-// has resigned: a master sent priority 0. It closes the transports.
+// has resigned: a master sent priority 0. It closes the transports. Every
+// decision is the Core's; Run feeds it the wall clock, the network and the
+// interface.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	resume := i.startResume(decide)
-	defer resume.timer.Stop()
+	core := NewCore(i.cfg, output{i, decide}, i.log)
+	core.Start(time.Now())
 	for k := range i.conns {
 		p := i.waitPrimary(ctx, i.conns[k])
 		i.primaries[k].Store(&p)
 	}
 	primary := *i.primaries[0].Load()
-	i.m = NewMachine(Params{VRID: i.cfg.VRID, Interval: i.cfg.Interval, Preempt: i.cfg.Preempt, Primary: primary})
+	core.SetPrimary(primary)
 	i.setStatus(func(s *Status) { s.Primary = primary })
-	i.checkCarrier(decide)
+	i.checkCarrier(core)
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -196,44 +189,18 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	defer timer.Stop()
 	refresh := time.NewTicker(refreshEvery)
 	defer refresh.Stop()
-	again := time.NewTimer(time.Hour)
-	again.Stop()
-	defer again.Stop()
-	handover := time.NewTimer(time.Hour)
-	handover.Stop()
-	defer handover.Stop()
-	heard := false // the new master's advertisement came while handing over
-	failing := ""  // why we are unhealthy
 	for {
 		select {
 		case <-refresh.C:
-			i.refresh(decide)
-			i.checkCarrier(decide)
+			i.refresh(core)
+			i.checkCarrier(core)
 		case <-i.link:
-			// A carrier lost is left to the periodic check (a flap shorter
-			// than it moves nothing); an interface gone or back is not.
-			i.refresh(decide)
-			if i.m.State() == Fault {
-				i.checkCarrier(decide)
-			}
-		case <-resume.timer.C:
-			i.endResume(resume, decide, "no health verdict in time")
-		case <-again.C:
-			if i.m.State() == Master {
-				i.decideAll(decide, true)
-			}
-		case <-handover.C:
-			why := "no other master announced itself"
-			if heard {
-				why = "another master announced itself"
-			}
-			i.handedOver(decide, why)
-			if i.m.State() == Master && i.m.Priority() == FailOpenPriority {
-				i.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", failing)
-			}
+			// Netlink told us: the interface is gone, back, or its carrier
+			// changed. A carrier flap costs the flap (Machine.SetCarrier).
+			i.refresh(core)
+			i.checkCarrier(core)
 		case <-ctx.Done():
-			i.apply(i.m.Shutdown(time.Now(), "shutting down"), decide)
-			i.handedOver(decide, "shutting down")
+			core.Shutdown(time.Now())
 			close(stop)
 			for _, c := range i.conns {
 				c.Close()
@@ -241,75 +208,29 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			readers.Wait()
 			return
 		case on := <-i.preempt:
-			i.m.SetPreempt(on)
+			core.SetPreempt(on)
 		case pr := <-i.priority:
-			p := pr.p
-			failing = pr.why
-			// Make before break: a master that resigns keeps the VIP bound
-			// until a backup has taken over, so that a client's packets in
-			// the skew time reach a node that answers — the draining
-			// apiserver serves them, a dead one's kernel refuses them at
-			// once — instead of vanishing into a SYN retransmission a
-			// second later.
-			resign := p == 0 && i.m.State() == Master
-			if resume.pending && p > FailOpenPriority {
-				resume.done()
-				i.apply(i.resumeAs(p), decide)
-				break
-			}
-			i.endResume(resume, decide, "the apiserver is not healthy")
-			i.applyKeeping(i.setPriority(p), decide, resign)
-			if resign {
-				i.handingOver, heard = true, false
-				handover.Reset(i.handoverWait())
-				i.log.Info("Keeping the VIP until another master announces itself", "at_most", i.handoverWait())
-			}
-			if p == FailOpenPriority && i.m.State() == Master {
-				handover.Reset(i.handoverWait()) // then say whether a healthy node took it
-			}
+			core.SetPriority(pr.p, pr.why, time.Now())
 		case p := <-packets:
-			if p.adv.Priority > 0 {
-				i.endResume(resume, decide, "another master announces itself: "+p.src.String())
-			}
-			if p.adv.Priority > 0 && i.handingOver && !heard { // only a master advertises
-				// Its gratuitous ARP / NA follows its advertisement by a
-				// moment: a SYN sent in between must still find the VIP
-				// here, or it waits a second for its retransmission.
-				heard = true
-				handover.Reset(handoverGrace)
-			}
-			// A master that yields to a stronger one (a healthy node taking
-			// the VIP from a fail-open master) hands over the same way. Not
-			// on a tie (two backups took over at once): the loser's VIP
-			// would only prolong the double holding.
-			yield := i.m.State() == Master && p.adv.Priority > i.m.Priority()
-			acts := i.m.Receive(p.adv, p.src, time.Now())
-			yield = yield && i.m.State() == Backup
-			i.applyKeeping(acts, decide, yield)
-			if yield {
-				i.handingOver, heard = true, true
-				handover.Reset(handoverGrace)
-			}
+			core.Receive(p.adv, p.src, time.Now())
 		case <-timer.C:
-			i.apply(i.m.Timeout(time.Now()), decide)
+			core.Timeout(time.Now())
 		}
-		resetTimer(timer, i.m.Deadline())
-		if i.announceAgain {
-			i.announceAgain = false
-			again.Reset(reannounceAgain)
-		}
+		i.setStatus(func(s *Status) { s.Priority, s.Master = core.Priority(), core.Master() })
+		resetTimer(timer, core.Deadline())
 	}
 }
 
-// setPriority hands a new priority to the machine: 0 leaves the election,
-// anything else joins it or changes our priority in it.
-func (i *Instance) setPriority(p uint8) []Action {
-	i.setStatus(func(s *Status) { s.Priority = p })
-	if p == 0 {
-		return i.m.SetCandidate(false, time.Now())
-	}
-	acts := i.m.SetPriority(p, time.Now())
-	return append(acts, i.m.SetCandidate(true, time.Now())...)
+// output carries out a Core's requests for an Instance.
+type output struct {
+	i      *Instance
+	decide func(netip.Prefix, bool)
+}
+
+func (o output) Send(priority uint8) { o.i.send(priority) }
+func (o output) Decide(hold bool)    { o.i.decideAll(o.decide, hold) }
+func (o output) Changed(_, to State, reason string, now time.Time) {
+	o.i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = to, now, reason })
 }
 
 // decideAll decides every VIP alike.
@@ -389,59 +310,19 @@ func (i *Instance) dropForeign(a Advertisement, src netip.Addr) {
 	}
 }
 
-func (i *Instance) apply(acts []Action, decide func(netip.Prefix, bool)) {
-	i.applyKeeping(acts, decide, false)
-}
-
-// applyKeeping carries out the machine's actions; with keep, leaving the
-// master state does not release the VIP (a resignation: see Run).
-func (i *Instance) applyKeeping(acts []Action, decide func(netip.Prefix, bool), keep bool) {
-	for _, a := range acts {
-		if a.Send {
-			i.send(a.Priority)
-		}
-		if a.Reannounce && time.Since(i.lastReannounce) >= reannounceEvery {
-			i.lastReannounce = time.Now()
-			i.log.Info("Another master is on the link, announcing the VIP again", "other", a.Other)
-			i.decideAll(decide, true)
-			i.announceAgain = true
-		}
-		if a.Changed {
-			from := i.Status().State
-			i.log.Info("VRRP state changed", "vrid", i.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
-			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = a.To, time.Now(), a.Reason })
-			if a.To == Master || !keep {
-				i.handingOver = false
-				i.decideAll(decide, a.To == Master)
-			}
-		}
-	}
-	i.setStatus(func(s *Status) { s.Master = i.m.Master() })
-}
-
-// handedOver releases the VIP a resigned master kept, if it kept it.
-func (i *Instance) handedOver(decide func(netip.Prefix, bool), why string) {
-	if !i.handingOver {
-		return
-	}
-	i.handingOver = false
-	i.log.Info("Handing the VIP over", "reason", why)
-	i.decideAll(decide, false)
-}
-
 // refresh reopens a transport on a re-created interface and takes a
 // possibly new primary address. A node whose interface is deleted leaves
 // the election at once (Fault: the VIP went with the interface), and one
-// whose interface was made again starts as a backup (checkCarrier): while it
+// whose interface was made again starts as a backup (Core.Gone): while it
 // was gone another master may have taken over. Staying master would bind
 // the VIP on the new interface, under a new MAC, before its first
 // advertisement there: two holders, and to the other node's conflict check
 // a stranger.
-func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
+func (i *Instance) refresh(core *Core) {
 	for k, conn := range i.conns {
 		changed, err := conn.Refresh()
 		if errors.Is(err, ErrGone) && k == 0 {
-			i.fault(decide, "VRRP interface gone: leaving the election, releasing the VIP", "the interface was deleted")
+			core.Gone("VRRP interface gone: leaving the election, releasing the VIP", "the interface was deleted", time.Now())
 			continue
 		}
 		if err != nil {
@@ -453,42 +334,26 @@ func (i *Instance) refresh(decide func(netip.Prefix, bool)) {
 		}
 		i.log.Info("VRRP interface created again, socket reopened")
 		if k == 0 {
-			i.fault(decide, "VRRP interface created again: leaving the election until it has carrier", "the interface was created again")
+			core.Gone("VRRP interface created again: leaving the election until it has carrier", "the interface was created again", time.Now())
 		}
 		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
 			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)
 			if k == 0 {
-				i.m.SetPrimary(p)
+				core.SetPrimary(p)
 			}
 			i.primaries[k].Store(&p)
 		}
 	}
 }
 
-// fault puts the machine in Fault for reason, saying msg if it was not.
-func (i *Instance) fault(decide func(netip.Prefix, bool), msg, reason string) {
-	if acts := i.m.Fault(reason); len(acts) > 0 {
-		i.log.Warn(msg)
-		i.apply(acts, decide)
-	}
-}
-
-// checkCarrier follows the interface's carrier: lost, the node leaves the
-// election and releases the VIP at once (Machine.SetCarrier).
-func (i *Instance) checkCarrier(decide func(netip.Prefix, bool)) {
+// checkCarrier follows the interface's carrier (Core.Carrier).
+func (i *Instance) checkCarrier(core *Core) {
 	up, err := i.conns[0].Carrier()
 	if err != nil {
 		i.log.Debug("VRRP interface carrier check failed", "error", err)
 		return
 	}
-	if acts := i.m.SetCarrier(up, time.Now()); len(acts) > 0 {
-		if up {
-			i.log.Info("Carrier back on the VRRP interface: rejoining the election as a backup")
-		} else {
-			i.log.Warn("No carrier on the VRRP interface: leaving the election, releasing the VIP")
-		}
-		i.apply(acts, decide)
-	}
+	core.Carrier(up, time.Now())
 }
 
 // send advertises priority for every VIP, each over its family's transport.

@@ -74,6 +74,10 @@ type Machine struct {
 	masterPriority uint8     // priority of the last advertisement a backup heard from its master
 	lastAnswer     time.Time // a master's last answer to a weaker master
 	candidate      bool      // SetCandidate's last word; state Fault ignores it until carrier returns
+	// masterUntil: in Fault entered as master, the moment the backups'
+	// Master_Down_Timer can first fire (our last advertisement + 3 x our
+	// interval). Carrier back before it, no backup has taken over.
+	masterUntil time.Time
 }
 
 // NewMachine returns a machine in Initialize.
@@ -186,12 +190,22 @@ func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
 // leaves the election at once, sending nothing (it could not): state Fault,
 // the VIP released. With it back, a candidate starts as a backup and takes
 // the VIP only by the usual rules, so it does not pull the VIP back from
-// an equal master that took over meanwhile.
+// an equal master that took over meanwhile — unless it was master when the
+// carrier went and is back before any backup's Master_Down_Timer can have
+// fired (3 x Master_Adver_Interval after its last advertisement; the skew
+// only adds to that): then no other node has taken over, and it is master
+// again at once, advertising, as after a resume. A short flap costs the
+// flap, not a whole master down interval (issue 32 finding 3: 3.1 s with no
+// holder for a 300 ms flap).
 func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 	switch {
 	case !up:
-		return m.Fault("no carrier on the interface")
+		return m.Fault("no carrier on the interface", now)
+	case m.state == Fault && m.candidate && now.Before(m.masterUntil):
+		m.masterUntil = time.Time{}
+		return m.becomeMaster(now, "carrier back before a backup could take over")
 	case m.state == Fault:
+		m.masterUntil = time.Time{}
 		if m.candidate {
 			m.masterAdverInt = m.p.Interval
 			return m.toBackup(now, "carrier back: waiting for a master")
@@ -204,13 +218,24 @@ func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 
 // Fault leaves the election at once for reason, sending nothing (the
 // interface has no carrier, or is gone); SetCarrier(true) starts it again.
-func (m *Machine) Fault(reason string) []Action {
+// A master remembers until when no backup can have taken over.
+func (m *Machine) Fault(reason string, now time.Time) []Action {
 	if m.state == Fault {
 		return nil
+	}
+	m.masterUntil = time.Time{}
+	if m.state == Master && !m.deadline.IsZero() {
+		// deadline is our next advertisement: the last one + Interval.
+		m.masterUntil = m.deadline.Add(2 * m.p.Interval)
 	}
 	m.state, m.deadline = Fault, time.Time{}
 	return []Action{{To: Fault, Changed: true, Reason: reason}}
 }
+
+// Forget makes a Fault end as a backup whatever its length: the interface
+// was deleted and made again (a new MAC: the other nodes must hear our
+// advertisement before our gratuitous ARP).
+func (m *Machine) Forget() { m.masterUntil = time.Time{} }
 
 // Shutdown leaves the election: a master sends priority 0 so a backup takes
 // over after its handover skew (section 6.4.3), then both go to Initialize.
@@ -231,14 +256,22 @@ func (m *Machine) Shutdown(_ time.Time, reason string) []Action {
 // held them and was killed) and the apiserver is healthy, so the node goes
 // on serving instead of dropping the VIPs and waiting a master down
 // interval as a backup. The election corrects it as for any master: a
-// stronger master's advertisement makes it a backup.
+// stronger master's advertisement makes it a backup. It is a candidate from
+// now on, as after SetCandidate(true): a later Fault ends as for any
+// candidate (issue 32 finding 1: it ended in Initialize for good).
 func (m *Machine) Resume(now time.Time) []Action {
 	if m.state != Initialize {
 		return nil
 	}
+	m.candidate = true
+	return m.becomeMaster(now, "resumed: the VIP was bound at start and the apiserver is healthy")
+}
+
+// becomeMaster makes the machine master at once, advertising now.
+func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
 	m.deadline = now.Add(m.p.Interval)
-	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: "resumed: the VIP was bound at start and the apiserver is healthy"}}
+	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: reason}}
 }
 
 // Timeout handles the timer at now: a backup whose Master_Down_Timer fired
@@ -249,9 +282,7 @@ func (m *Machine) Timeout(now time.Time) []Action {
 	}
 	switch m.state {
 	case Backup:
-		m.state, m.master = Master, m.p.Primary
-		m.deadline = now.Add(m.p.Interval)
-		return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: "no advertisement within the master down interval"}}
+		return m.becomeMaster(now, "no advertisement within the master down interval")
 	case Master:
 		m.deadline = now.Add(m.p.Interval)
 		return []Action{{Send: true, Priority: m.p.Priority}}

@@ -1,0 +1,277 @@
+package vrrp
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// Output is what a Core asks of its driver, synchronously, in the order
+// it decides.
+type Output interface {
+	// Send advertises priority for every VIP.
+	Send(priority uint8)
+	// Decide says whether this node holds the VIPs; a hold while they are
+	// held asks for them to be announced again.
+	Decide(hold bool)
+	// Changed reports a state change.
+	Changed(from, to State, reason string, now time.Time)
+}
+
+// Core is an instance's decisions without goroutines or clocks: the state
+// machine (Machine) and what the instance adds around it — the VIPs found
+// bound at start held until the first health verdict (resume), a resigning
+// master keeping the VIPs until another announces itself (make before
+// break), and announcing again after a contention. Every call carries the
+// time; Deadline says when Timeout is due. Instance.Run drives it with the
+// wall clock and the network; internal/sim drives it on a virtual clock.
+type Core struct {
+	cfg Config
+	m   *Machine
+	out Output
+	log *slog.Logger
+
+	state    State // as last reported through Changed
+	priority uint8 // as last set: 0 = not a candidate
+	failing  string
+
+	resuming    bool      // the VIPs found bound at start wait for a verdict
+	resumeUntil time.Time // then they go
+	handingOver bool      // resigned (or yielded) with the VIPs still bound
+	heard       bool      // the new master announced itself while handing over
+	handoverAt  time.Time // release them then; zero: no handover timer
+	againAt     time.Time // announce once more then (after a contention)
+	reannounced time.Time // the latest announcement caused by another master
+}
+
+// NewCore returns the core of an instance of cfg, not yet a candidate.
+func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
+	return &Core{cfg: cfg, out: out, log: log,
+		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Preempt: cfg.Preempt})}
+}
+
+// resumeWait is how long VIPs found bound at start wait for the first
+// health verdict: a master down interval, after which a backup would have
+// taken over.
+func (c *Core) resumeWait() time.Duration { return 3 * c.cfg.Interval }
+
+// handoverWait is how long a master that resigned keeps the VIP bound while
+// no other master announces itself: a master-down interval and a little
+// more, after which no backup will take over.
+func (c *Core) handoverWait() time.Duration { return 4 * c.cfg.Interval }
+
+// Start begins the run: with Config.Resume the VIPs found bound stay and
+// wait for a verdict; without, they must not be here (not master yet).
+func (c *Core) Start(now time.Time) {
+	if !c.cfg.Resume {
+		c.out.Decide(false)
+		return
+	}
+	c.resuming, c.resumeUntil = true, now.Add(c.resumeWait())
+	c.log.Info("VIP found bound at start (an earlier run was killed): keeping it until the first health check decides", "at_most", c.resumeWait())
+}
+
+// SetPrimary sets our primary address, the tie-breaker.
+func (c *Core) SetPrimary(a netip.Addr) { c.m.SetPrimary(a) }
+
+// SetPreempt changes Preempt (a reload).
+func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
+
+// State, Priority and Master are for the status.
+func (c *Core) State() State            { return c.m.State() }
+func (c *Core) Priority() uint8         { return c.priority }
+func (c *Core) Master() netip.Addr      { return c.m.Master() }
+func (c *Core) HandingOver() bool       { return c.handingOver }
+func (c *Core) Machine() *Machine       { return c.m }
+func (c *Core) Interval() time.Duration { return c.cfg.Interval }
+
+// Deadline returns when Timeout is due next; zero: nothing is.
+func (c *Core) Deadline() time.Time {
+	next := c.m.Deadline()
+	for _, at := range []time.Time{c.againAt, c.handoverAt} {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	if c.resuming && (next.IsZero() || c.resumeUntil.Before(next)) {
+		next = c.resumeUntil
+	}
+	return next
+}
+
+// Timeout runs what is due at now.
+func (c *Core) Timeout(now time.Time) {
+	if c.resuming && !now.Before(c.resumeUntil) {
+		c.endResume("no health verdict in time")
+	}
+	if !c.againAt.IsZero() && !now.Before(c.againAt) {
+		c.againAt = time.Time{}
+		if c.m.State() == Master {
+			c.out.Decide(true)
+		}
+	}
+	if !c.handoverAt.IsZero() && !now.Before(c.handoverAt) {
+		c.handoverAt = time.Time{}
+		why := "no other master announced itself"
+		if c.heard {
+			why = "another master announced itself"
+		}
+		c.handedOver(why)
+		if c.m.State() == Master && c.m.Priority() == FailOpenPriority {
+			c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
+		}
+	}
+	c.apply(c.m.Timeout(now), false, now)
+}
+
+// SetPriority sets our priority: 0 leaves the election (a master resigns),
+// 1-254 takes part with it; why says what made it change.
+func (c *Core) SetPriority(p uint8, why string, now time.Time) {
+	c.failing = why
+	// Make before break: a master that resigns keeps the VIP bound until a
+	// backup has taken over, so that a client's packets in the skew time
+	// reach a node that answers — the draining apiserver serves them, a
+	// dead one's kernel refuses them at once — instead of vanishing into a
+	// SYN retransmission a second later.
+	resign := p == 0 && c.m.State() == Master
+	if c.resuming && p > FailOpenPriority {
+		c.resuming = false
+		c.priority = p
+		c.m.SetPriority(p, now) // in Initialize: no action
+		c.apply(c.m.Resume(now), false, now)
+		return
+	}
+	c.endResume("the apiserver is not healthy")
+	c.apply(c.setPriority(p, now), resign, now)
+	if resign {
+		c.handingOver, c.heard = true, false
+		c.handoverAt = now.Add(c.handoverWait())
+		c.log.Info("Keeping the VIP until another master announces itself", "at_most", c.handoverWait())
+	}
+	if p == FailOpenPriority && c.m.State() == Master {
+		c.handoverAt = now.Add(c.handoverWait()) // then say whether a healthy node took it
+	}
+}
+
+// setPriority hands a new priority to the machine: 0 leaves the election,
+// anything else joins it or changes our priority in it.
+func (c *Core) setPriority(p uint8, now time.Time) []Action {
+	c.priority = p
+	if p == 0 {
+		return c.m.SetCandidate(false, now)
+	}
+	acts := c.m.SetPriority(p, now)
+	return append(acts, c.m.SetCandidate(true, now)...)
+}
+
+// Receive handles a valid advertisement of our group from src.
+func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
+	if a.Priority > 0 {
+		c.endResume("another master announces itself: " + src.String())
+	}
+	if a.Priority > 0 && c.handingOver && !c.heard { // only a master advertises
+		// Its gratuitous ARP / NA follows its advertisement by a moment: a
+		// SYN sent in between must still find the VIP here, or it waits a
+		// second for its retransmission.
+		c.heard = true
+		c.handoverAt = now.Add(handoverGrace)
+	}
+	// A master that yields to a stronger one (a healthy node taking the VIP
+	// from a fail-open master) hands over the same way. Not on a tie (two
+	// backups took over at once): the loser's VIP would only prolong the
+	// double holding.
+	yield := c.m.State() == Master && a.Priority > c.m.Priority()
+	acts := c.m.Receive(a, src, now)
+	yield = yield && c.m.State() == Backup
+	c.apply(acts, yield, now)
+	if yield {
+		c.handingOver, c.heard = true, true
+		c.handoverAt = now.Add(handoverGrace)
+	}
+}
+
+// Carrier follows the interface's carrier: lost, the node leaves the
+// election and releases the VIP at once (Machine.SetCarrier).
+func (c *Core) Carrier(up bool, now time.Time) {
+	acts := c.m.SetCarrier(up, now)
+	if len(acts) == 0 {
+		return
+	}
+	if up {
+		c.log.Info("Carrier back on the VRRP interface: rejoining the election", "as", c.m.State())
+	} else {
+		c.log.Warn("No carrier on the VRRP interface: leaving the election, releasing the VIP")
+	}
+	c.apply(acts, false, now)
+}
+
+// Gone leaves the election because the interface was deleted or made
+// again (msg is logged once); carrier on the new interface starts it as a
+// backup (Machine.Forget).
+func (c *Core) Gone(msg, reason string, now time.Time) {
+	acts := c.m.Fault(reason, now)
+	c.m.Forget()
+	if len(acts) > 0 {
+		c.log.Warn(msg)
+		c.apply(acts, false, now)
+	}
+}
+
+// Shutdown resigns (a master sends priority 0) and releases the VIPs.
+func (c *Core) Shutdown(now time.Time) {
+	c.apply(c.m.Shutdown(now, "shutting down"), false, now)
+	c.handedOver("shutting down")
+	c.resuming = false
+}
+
+// endResume releases the VIPs found at start if they still wait, saying why.
+func (c *Core) endResume(why string) {
+	if !c.resuming {
+		return
+	}
+	c.resuming = false
+	c.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
+	c.out.Decide(false)
+}
+
+// handedOver releases the VIP a resigned master kept, if it kept it.
+func (c *Core) handedOver(why string) {
+	if !c.handingOver {
+		return
+	}
+	c.handingOver = false
+	c.log.Info("Handing the VIP over", "reason", why)
+	c.out.Decide(false)
+}
+
+// apply carries out the machine's actions; with keep, leaving the master
+// state does not release the VIP (a resignation: SetPriority).
+func (c *Core) apply(acts []Action, keep bool, now time.Time) {
+	for _, a := range acts {
+		if a.Send {
+			c.out.Send(a.Priority)
+		}
+		if a.Reannounce && now.Sub(c.reannounced) >= reannounceEvery {
+			c.reannounced = now
+			c.log.Info("Another master is on the link, announcing the VIP again", "other", a.Other)
+			c.out.Decide(true)
+			c.againAt = now.Add(reannounceAgain)
+		}
+		if a.Changed {
+			from := c.state
+			c.state = a.To
+			c.log.Info("VRRP state changed", "vrid", c.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
+			c.out.Changed(from, a.To, a.Reason, now)
+			if a.To == Master || !keep {
+				c.handingOver = false
+				c.out.Decide(a.To == Master)
+			}
+		}
+	}
+}
+
+// String describes the core for a trace.
+func (c *Core) String() string {
+	return fmt.Sprintf("%s prio=%d resuming=%v handing_over=%v", c.m.State(), c.priority, c.resuming, c.handingOver)
+}
