@@ -41,12 +41,16 @@ func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, run
 			log.Error("Reload failed: keeping the running configuration", "error", err)
 			continue
 		}
-		applied, restart := config.Changes(running, next)
+		merged, applied, restart, err := config.Reload(running, next)
+		if err != nil {
+			log.Error("Reload failed: keeping the running configuration", "error", err)
+			continue
+		}
 		if len(restart) > 0 {
 			log.Warn("Reload: these need a restart and were left as they were", "variables", restart)
 		}
 		prev := running
-		running = config.WithLive(running, next)
+		running = merged
 		parts.apply(prev, running)
 		log.Info("Configuration reloaded", "applied", applied)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 )
@@ -83,4 +84,22 @@ func WithLive(old, new *Config) *Config {
 		}
 	}
 	return &out
+}
+
+// Reload is what a reload leaves running, from the running configuration
+// and the one the env file makes now (Reloader.Load, valid on its own):
+// running with new's live values, validated as a whole — the live values
+// must fit the restart-only ones that stay — and the variables it applies
+// and those that need a restart. An error names what does not fit;
+// nothing is applied then.
+func Reload(running, next *Config) (merged *Config, live, restart []string, err error) {
+	live, restart = Changes(running, next)
+	merged = WithLive(running, next)
+	if err := merged.Validate(); err != nil {
+		if len(restart) > 0 {
+			return nil, live, restart, fmt.Errorf("%w (with the running values of %v, which need a restart)", err, restart)
+		}
+		return nil, live, restart, err
+	}
+	return merged, live, restart, nil
 }

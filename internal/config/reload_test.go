@@ -63,3 +63,33 @@ func TestReloadReadsTheFileAgain(t *testing.T) {
 		t.Fatalf("restart %v, want the address", restart)
 	}
 }
+
+// TestReloadValidatesWhatItLeavesRunning: a file valid on its own whose
+// live values do not fit the restart-only ones that stay running is
+// refused as a whole, naming both. Issue 32 finding 4: PRIORITY=1 was
+// applied while the running FAIL_OPEN=true stayed, and a healthy node
+// looked fail open.
+func TestReloadValidatesWhatItLeavesRunning(t *testing.T) {
+	running, err := LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_PRIORITY": "150", "NOVAEDGE_CP_VIP_FAIL_OPEN": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_PRIORITY": "1", "NOVAEDGE_CP_VIP_FAIL_OPEN": "false"})
+	if err != nil {
+		t.Fatalf("the file alone is valid: %v", err)
+	}
+	merged, _, _, err := Reload(running, next)
+	if err == nil || merged != nil {
+		t.Fatalf("reload applied priority 1 beside the running fail open: %+v", merged)
+	}
+	for _, want := range []string{"NOVAEDGE_CP_VIP_PRIORITY", "NOVAEDGE_CP_VIP_FAIL_OPEN"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	next.Priority = 120
+	merged, live, restart, err := Reload(running, next)
+	if err != nil || merged.Priority != 120 || !merged.FailOpen || !slices.Equal(live, []string{"NOVAEDGE_CP_VIP_PRIORITY"}) || !slices.Equal(restart, []string{"NOVAEDGE_CP_VIP_FAIL_OPEN"}) {
+		t.Fatalf("a fitting reload: %v %+v live %v restart %v", err, merged, live, restart)
+	}
+}
