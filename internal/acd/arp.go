@@ -17,9 +17,15 @@ import (
 // packets whose sender is the VIP: answers to anyone's probe, gratuitous ARP,
 // a holder's own requests.
 type arpWire struct {
-	c   *arp.Client
+	c   *arp.Client // writes
+	pc  frames      // reads: frames parsed here, a malformed one skipped
 	mac net.HardwareAddr
 	vip netip.Addr
+}
+
+// frames is where an arpWire reads Ethernet frames (a *packet.Conn).
+type frames interface {
+	ReadFrom(b []byte) (int, net.Addr, error)
 }
 
 // spaOffset is where an Ethernet frame's ARP sender protocol address starts.
@@ -42,7 +48,7 @@ func OpenARP(ifi *net.Interface, vip netip.Addr) (Wire, error) {
 		pc.Close()
 		return nil, fmt.Errorf("opening an ARP socket on %s: %w", ifi.Name, err)
 	}
-	return &arpWire{c: c, mac: ifi.HardwareAddr, vip: vip}, nil
+	return &arpWire{c: c, pc: pc, mac: ifi.HardwareAddr, vip: vip}, nil
 }
 
 // senderFilter accepts the ARP frames whose sender protocol address is vip.
@@ -72,17 +78,36 @@ func Probe4(mac net.HardwareAddr, vip netip.Addr) (*arp.Packet, error) {
 	return arp.NewPacket(arp.OperationRequest, mac, netip.IPv4Unspecified(), make(net.HardwareAddr, len(mac)), vip)
 }
 
-// Read implements Wire.
+// Read implements Wire. It reads the frames itself: arp.Client's Read
+// returns a frame it cannot parse as an error, and a wire that ended on
+// every malformed frame carrying the VIP would let a few such frames a
+// second switch the check off (issue 32 finding 5).
 func (w *arpWire) Read() (net.HardwareAddr, error) {
+	buf := make([]byte, 1500)
 	for {
-		p, _, err := w.c.Read()
+		n, _, err := w.pc.ReadFrom(buf)
 		if err != nil {
 			return nil, err
 		}
-		if mac, ok := ClaimARP(p, w.vip); ok {
+		if mac, ok := ClaimFrame(buf[:n], w.vip); ok {
 			return mac, nil
 		}
 	}
+}
+
+// ClaimFrame returns the host claiming vip in an Ethernet frame: an ARP
+// packet whose sender protocol address is vip (ClaimARP). Anything else,
+// a frame that does not parse included, claims nothing.
+func ClaimFrame(b []byte, vip netip.Addr) (net.HardwareAddr, bool) {
+	var f ethernet.Frame
+	if f.UnmarshalBinary(b) != nil || f.EtherType != ethernet.EtherTypeARP {
+		return nil, false
+	}
+	var p arp.Packet
+	if p.UnmarshalBinary(f.Payload) != nil {
+		return nil, false
+	}
+	return ClaimARP(&p, vip)
 }
 
 // ClaimARP returns the host claiming vip in an ARP packet: its sender, when

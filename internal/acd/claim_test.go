@@ -1,11 +1,14 @@
 package acd
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/netip"
 	"testing"
 
 	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/ndp"
 )
 
@@ -47,25 +50,96 @@ func TestClaims(t *testing.T) {
 	}
 }
 
-// FuzzClaims decodes arbitrary bytes as ARP and NDP and extracts a claim:
-// never a panic, and a claim only for the VIP with a real hardware address.
+// frame returns an Ethernet frame carrying p, from its sender.
+func frame(t testing.TB, p *arp.Packet) []byte {
+	pb, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := (&ethernet.Frame{Destination: ethernet.Broadcast, Source: p.SenderHardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: pb}).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fb
+}
+
+// malformed is an ARP frame with the VIP at the sender protocol address
+// offset (it passes the socket's BPF filter) and a hardware address length
+// that makes the packet longer than the frame: the parser refuses it.
+func malformed(t testing.TB) []byte {
+	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
+	b := frame(t, reply)
+	b[14+4] = 200 // HLEN
+	var p arp.Packet
+	if p.UnmarshalBinary(b[14:]) == nil {
+		t.Fatal("the malformed frame parses")
+	}
+	return b
+}
+
+// queue is a frame source that hands out its frames, then io.EOF.
+type queue [][]byte
+
+func (q *queue) ReadFrom(b []byte) (int, net.Addr, error) {
+	if len(*q) == 0 {
+		return 0, nil, io.EOF
+	}
+	n := copy(b, (*q)[0])
+	*q = (*q)[1:]
+	return n, nil, nil
+}
+
+// TestMalformedFramesDoNotEndTheWire: a frame that does not parse is
+// skipped and the next claim is read. Issue 32 finding 5: arp.Client's Read
+// returned it as an error, the wire was closed and reopened 250 ms later,
+// and four such frames a second switched the check off.
+func TestMalformedFramesDoNotEndTheWire(t *testing.T) {
+	if _, ok := ClaimFrame(malformed(t), vip); ok {
+		t.Fatal("a malformed frame claims nothing")
+	}
+	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
+	q := queue{malformed(t), {1, 2, 3}, malformed(t), frame(t, reply)}
+	w := &arpWire{pc: &q, vip: vip}
+	mac, err := w.Read()
+	if err != nil || mac.String() != foreign.String() {
+		t.Fatalf("read %v, %v; want %v after the malformed frames", mac, err, foreign)
+	}
+}
+
+// FuzzClaims: arbitrary bytes as an Ethernet frame and as an ICMPv6
+// message: never a panic, and a claim only where the wire format says one
+// is — checked against the byte offsets of RFC 826's variable-length
+// format, not the parser: an ARP frame (EtherType 0x0806) with 4-byte
+// protocol addresses whose sender protocol address is the VIP and whose
+// sender hardware address (HLEN bytes) is that of the claim and not all
+// zero; a neighbour advertisement (type 136) for the VIP.
 func FuzzClaims(f *testing.F) {
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
-	b, _ := reply.MarshalBinary()
-	f.Add(b)
+	f.Add(frame(f, reply))
+	f.Add(malformed(f))
+	probe, _ := Probe4(selfMAC, vip)
+	f.Add(frame(f, probe))
+	other, _ := arp.NewPacket(arp.OperationReply, foreign, netip.MustParseAddr("192.0.2.1"), selfMAC, vip)
+	f.Add(frame(f, other))
 	nb, _ := ndp.MarshalMessage(&ndp.NeighborAdvertisement{TargetAddress: vip6,
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: foreign}}})
 	f.Add(nb)
+	f.Add(nb[:len(nb)-3])
+	v4, v6 := vip.As4(), vip6.As16()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var p arp.Packet
-		if p.UnmarshalBinary(b) == nil {
-			if mac, ok := ClaimARP(&p, vip); ok && (p.SenderIP != vip || allZero(mac)) {
-				t.Fatalf("claim %v from %+v", mac, p)
+		if mac, ok := ClaimFrame(b, vip); ok {
+			hlen := 0
+			if len(b) > 18 {
+				hlen = int(b[18])
+			}
+			if len(b) < 22+hlen+4 || b[12] != 0x08 || b[13] != 0x06 || b[19] != 4 ||
+				!bytes.Equal(b[22+hlen:22+hlen+4], v4[:]) || !bytes.Equal(mac, b[22:22+hlen]) || allZero(mac) {
+				t.Fatalf("claim %v from frame %x", mac, b)
 			}
 		}
-		if m, err := ndp.ParseMessage(b); err == nil {
-			if mac, ok := ClaimNDP(m, vip6); ok && (allZero(mac) || len(mac) == 0) {
-				t.Fatalf("claim %v from %v", net.HardwareAddr(mac), m)
+		if mac, ok := ClaimMessage(b, vip6); ok {
+			if len(b) < 24 || b[0] != 136 || !bytes.Equal(b[8:24], v6[:]) || len(mac) == 0 || allZero(mac) {
+				t.Fatalf("claim %v from message %x", mac, b)
 			}
 		}
 	})

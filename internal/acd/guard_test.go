@@ -212,3 +212,21 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 		t.Fatal("a probe that was never sent must not allow the VIP")
 	}
 }
+
+// TestClaimOnAWireThatCannotReopenIsDropped: a fault in the check never
+// keeps the VIP down. Issue 32 finding 5: a claim outstanding when the
+// wire stopped working stayed, and the VIP with it, for good.
+func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
+	h := newHarness()
+	h.g.Observe(vip, foreign)
+	if v := h.g.Verdict(vip, true); v != bind.Claimed {
+		t.Fatalf("verdict %v, want claimed", v)
+	}
+	h.g.setWire(vip, &failingWire{})
+	for range 12 {
+		h.advance(ProbeEvery)
+	}
+	if v := h.g.Verdict(vip, true); v != bind.Clear || len(h.g.Conflicts()) != 0 {
+		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", uncheckedAfter, v, h.g.Conflicts())
+	}
+}

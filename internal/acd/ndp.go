@@ -54,17 +54,29 @@ func Probe6(mac net.HardwareAddr, vip netip.Addr) *ndp.NeighborSolicitation {
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: mac}}}
 }
 
-// Read implements Wire.
+// Read implements Wire. A message that does not parse is skipped, never
+// an error that would close the wire (arpWire.Read says why).
 func (w *ndpWire) Read() (net.HardwareAddr, error) {
+	buf := make([]byte, 1500)
 	for {
-		m, _, _, err := w.c.ReadFrom()
+		n, _, _, err := w.c.ReadRaw(buf)
 		if err != nil {
 			return nil, err
 		}
-		if mac, ok := ClaimNDP(m, w.vip); ok {
+		if mac, ok := ClaimMessage(buf[:n], w.vip); ok {
 			return mac, nil
 		}
 	}
+}
+
+// ClaimMessage returns the host claiming vip in an ICMPv6 message
+// (ClaimNDP); one that does not parse claims nothing.
+func ClaimMessage(b []byte, vip netip.Addr) (net.HardwareAddr, bool) {
+	m, err := ndp.ParseMessage(b)
+	if err != nil {
+		return nil, false
+	}
+	return ClaimNDP(m, vip)
 }
 
 // ClaimNDP returns the host claiming vip in an NDP message: the target
