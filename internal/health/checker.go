@@ -260,7 +260,7 @@ func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 // the threshold, else Interval.
 func (c *Checker) nextInterval() time.Duration {
 	fast := c.cfg.FastInterval
-	if c.thr.failRun > 0 && c.thr.state != Unhealthy && fast > 0 && fast < c.cfg.Interval {
+	if c.thr.counting() && fast > 0 && fast < c.cfg.Interval {
 		return fast
 	}
 	return c.cfg.Interval
@@ -271,16 +271,7 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.OnResult(r)
 	}
 	prev := c.thr.state
-	var state State
-	var changed bool
-	switch {
-	case r.Draining:
-		state, changed = c.thr.drain()
-	case r.Refused:
-		state, changed = c.thr.refused()
-	default:
-		state, changed = c.thr.observe(r.OK)
-	}
+	state, changed := c.thr.judge(r)
 	c.mu.Lock()
 	c.stats.State, c.stats.Last = state, r
 	if r.OK {

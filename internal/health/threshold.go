@@ -72,3 +72,35 @@ func (t *thresholds) refused() (State, bool) {
 	t.state = Unhealthy
 	return Unhealthy, changed
 }
+
+// judge records one check's result by its kind: a drain or a refused
+// connection decides at once, anything else counts towards a threshold.
+func (t *thresholds) judge(r Result) (State, bool) {
+	switch {
+	case r.Draining:
+		return t.drain()
+	case r.Refused:
+		return t.refused()
+	default:
+		return t.observe(r.OK)
+	}
+}
+
+// counting says whether failures are being counted towards the threshold
+// (FastInterval applies).
+func (t *thresholds) counting() bool { return t.failRun > 0 && t.state != Unhealthy }
+
+// Thresholds is the checker's rule from results to states, for a driver of
+// its own (internal/sim drives it on a virtual clock).
+type Thresholds struct{ t thresholds }
+
+// NewThresholds returns the rule for fail and rise consecutive results.
+func NewThresholds(fail, rise int) *Thresholds {
+	return &Thresholds{thresholds{fail: fail, rise: rise}}
+}
+
+// Judge records one result and returns the state and whether it changed.
+func (t *Thresholds) Judge(r Result) (State, bool) { return t.t.judge(r) }
+
+// Counting says whether failures are being counted towards the threshold.
+func (t *Thresholds) Counting() bool { return t.t.counting() }
