@@ -50,14 +50,14 @@ func newHarness() *harness {
 	h := &harness{w: &fakeWire{}, now: time.Unix(1000, 0)}
 	h.g = NewGuard([]netip.Addr{vip}, nil, fakeIdentity{}, func() { h.changed++ }, func() time.Time { return h.now },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	h.g.setWire(vip, h.w)
+	h.g.Attach(vip, h.w)
 	h.g.started = h.now.Add(-time.Hour) // settled
 	return h
 }
 
 func (h *harness) advance(d time.Duration) time.Time {
 	h.now = h.now.Add(d)
-	return h.g.round()
+	return h.g.Round()
 }
 
 func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
@@ -203,7 +203,7 @@ func (w *failingWire) Probe() error { w.fakeWire.Probe(); return errors.New("net
 func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 	h := newHarness()
 	w := &failingWire{}
-	h.g.setWire(vip, w)
+	h.g.Attach(vip, w)
 	next := h.advance(0)
 	if w.count() != 1 || next.Sub(h.now) != ProbeEvery {
 		t.Fatalf("%d attempts, next in %v; want 1 and %v (not at once)", w.count(), next.Sub(h.now), ProbeEvery)
@@ -222,7 +222,7 @@ func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 	if v := h.g.Verdict(vip, true); v != bind.Claimed {
 		t.Fatalf("verdict %v, want claimed", v)
 	}
-	h.g.setWire(vip, &failingWire{})
+	h.g.Attach(vip, &failingWire{})
 	for range 12 {
 		h.advance(ProbeEvery)
 	}

@@ -24,9 +24,7 @@ const uncheckedAfter = 10 * time.Second
 
 // Run probes and listens until ctx ends.
 func (g *Guard) Run(ctx context.Context) {
-	g.mu.Lock()
-	g.started = g.now()
-	g.mu.Unlock()
+	g.Start()
 	var readers sync.WaitGroup
 	defer readers.Wait()
 	defer g.closeWires()
@@ -43,7 +41,7 @@ func (g *Guard) Run(ctx context.Context) {
 		case <-t.C:
 		case <-g.wake:
 		}
-		next := g.round()
+		next := g.Round()
 		t.Stop()
 		if !next.IsZero() {
 			t.Reset(next.Sub(g.now()))
@@ -51,10 +49,18 @@ func (g *Guard) Run(ctx context.Context) {
 	}
 }
 
-// round sends the probes that are due and returns when the next thing is
+// Start begins the check: it settles from now on (Guard.Settle). Run calls
+// it; a driver of its own (internal/sim) calls Start, Attach and Round.
+func (g *Guard) Start() {
+	g.mu.Lock()
+	g.started = g.now()
+	g.mu.Unlock()
+}
+
+// Round sends the probes that are due and returns when the next thing is
 // due: a probe, or the end of a blocked VIP's answer wait (to let the loop
 // bind it).
-func (g *Guard) round() time.Time {
+func (g *Guard) Round() time.Time {
 	if g.settling() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -168,7 +174,7 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 			sleep(ctx, reopenEvery)
 			continue
 		}
-		if !g.setWire(vip, w) {
+		if !g.Attach(vip, w) {
 			w.Close()
 			return
 		}
@@ -183,14 +189,15 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 			}
 			g.Observe(vip, mac)
 		}
-		g.setWire(vip, nil)
+		g.Attach(vip, nil)
 		w.Close()
 		sleep(ctx, reopenEvery)
 	}
 }
 
-// setWire installs w as vip's wire; false once the guard is closing.
-func (g *Guard) setWire(vip netip.Addr, w Wire) bool {
+// Attach installs w as vip's wire (nil: none); false once the guard is
+// closing.
+func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {

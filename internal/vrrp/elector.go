@@ -33,6 +33,21 @@ func NewElector(inst *Instance, priority uint8, failOpen bool, log *slog.Logger)
 	return &Elector{inst: inst, priority: priority, failOpen: failOpen, log: log}
 }
 
+// ElectionPriority is the priority a node takes part in the election
+// with: its own while healthy; FailOpenPriority while unhealthy with fail
+// open, once it has been healthy since it started; else 0, not a
+// candidate.
+func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8 {
+	switch {
+	case healthy:
+		return priority
+	case failOpen && seenHealthy:
+		return FailOpenPriority
+	default:
+		return 0
+	}
+}
+
 // SetHealthy implements the agent's Elector.
 func (e *Elector) SetHealthy(ok bool, reason string) {
 	e.mu.Lock()
@@ -42,21 +57,17 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 		e.unhealthy = ""
 	}
 	defer e.mu.Unlock() // the priority sent is the one of the latest state, reloads included
-	seen, p := e.seen, e.priority
+	p := ElectionPriority(ok, e.seen, e.failOpen, e.priority)
 	switch {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
-	case e.failOpen && seen && e.holds():
-		p = FailOpenPriority
+	case p == FailOpenPriority && e.holds():
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a healthy node takes it within its skew time; kept here while none is", "reason", reason)
-	case e.failOpen && seen:
-		p = FailOpenPriority
+	case p == FailOpenPriority:
 		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority", "priority", p, "reason", reason)
 	case e.holds():
-		p = 0
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0", "reason", reason)
 	default:
-		p = 0
 		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
 	}
 	e.inst.SetPriority(p, reason)
