@@ -31,6 +31,9 @@ type probe struct {
 	bw    *bufio.Writer
 	body  []byte      // the last answer's body, up to maxBody, reused
 	timer *time.Timer // idle's wait when no connection is kept
+	// dialTCP opens the TCP connection to an address (host:port of an IP
+	// address, or a name other than localhost); net.Dialer's in production.
+	dialTCP func(ctx context.Context, address string) (net.Conn, error)
 }
 
 // maxBody is how much of an answer's body is read (and thrown away) so the
@@ -52,7 +55,9 @@ func newProbe(rawURL, serverName string) (*probe, error) {
 		serverName = u.Hostname()
 	}
 	cfg := &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // until setRoots gives a CA
-	return &probe{url: u, tls: cfg}, nil
+	var d net.Dialer
+	dialTCP := func(ctx context.Context, address string) (net.Conn, error) { return d.DialContext(ctx, "tcp", address) }
+	return &probe{url: u, tls: cfg, dialTCP: dialTCP}, nil
 }
 
 // setRoots verifies the server against pool from the next connection on
@@ -166,8 +171,7 @@ func (p *probe) idle(ctx context.Context, until time.Time) (closed bool) {
 }
 
 func (p *probe) dial(ctx context.Context) error {
-	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", p.url.Host)
+	raw, err := dialServer(ctx, p.dialTCP, p.url)
 	if err != nil {
 		return err
 	}
