@@ -179,7 +179,11 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
 	}
-	elector, err := buildVRRP(cfg, ifname, resume, log)
+	var known *acd.Known // who we are, for the conflict check; nil without it
+	if cfg.ConflictCheck {
+		known = acd.NewKnown(cfg.Peers, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
+	}
+	elector, err := buildVRRP(cfg, ifname, resume, known, log)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +191,10 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod}
 	var ann *l2.Announcer
 	var guard *acd.Guard
-	if cfg.ConflictCheck {
-		guard = newGuard(cfg, ifname, elector, func() { ann.Poke() }, log)
+	if known != nil {
+		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)
+		known.SetGrew(guard.Rejudge)
+		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
 		opts.Guard = guard
 	}
 	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
@@ -201,8 +207,8 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 
 // newGuard builds the address conflict detection of the VIPs on ifname:
 // whoever answers for them and is neither this host nor a router of our
-// VRRP group keeps them unbound.
-func newGuard(cfg *config.Config, ifname string, elector *vrrp.Elector, changed func(), log *slog.Logger) *acd.Guard {
+// VRRP group (known) keeps them unbound.
+func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(), log *slog.Logger) *acd.Guard {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -217,7 +223,7 @@ func newGuard(cfg *config.Config, ifname string, elector *vrrp.Elector, changed 
 		}
 		return acd.OpenNDP(ifi, vip)
 	}
-	g := acd.NewGuard(vips, open, acd.NewNeighbours(ifname, elector.Members), changed, time.Now,
+	g := acd.NewGuard(vips, open, known, changed, time.Now,
 		log.With("component", "acd", "interface", ifname))
 	// A node joining a running group hears the master's advertisement within
 	// an interval: only then is the master's answer for the VIP known as ours.
@@ -227,7 +233,7 @@ func newGuard(cfg *config.Config, ifname string, elector *vrrp.Elector, changed 
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and
 // runs one election over them, so one node holds every VIP.
-func buildVRRP(cfg *config.Config, ifname string, resume bool, log *slog.Logger) (*vrrp.Elector, error) {
+func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known, log *slog.Logger) (*vrrp.Elector, error) {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -245,8 +251,17 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, log *slog.Logger)
 		conns = append(conns, conn)
 	}
 	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval,
-		Preempt: cfg.Preempt, Resume: resume}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
+		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known)}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
 	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
+}
+
+// heard is what the election tells the identity of each advertisement of
+// our group; nil without a conflict check.
+func heard(known *acd.Known) func(netip.Addr) {
+	if known == nil {
+		return nil
+	}
+	return known.Heard
 }
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the

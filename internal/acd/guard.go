@@ -41,7 +41,8 @@ type Identity interface {
 	// Ours says whether mac is an interface of this host or of a member
 	// of our group.
 	Ours(mac net.HardwareAddr) bool
-	// Refresh learns the members' hardware addresses (before probing).
+	// Refresh asks for the members' hardware addresses it lacks (before
+	// probing); it must not block.
 	Refresh()
 }
 
@@ -245,6 +246,10 @@ func (g *Guard) Conflicts() []Conflict {
 	slices.SortFunc(out, func(a, b Conflict) int { return a.VIP.Compare(b.VIP) })
 	return out
 }
+
+// Rejudge makes the guard judge its claims again soon: a hardware address
+// became ours (Known's grew), so a claim may be a member's.
+func (g *Guard) Rejudge() { g.kick() }
 
 func (g *Guard) kick() {
 	select {

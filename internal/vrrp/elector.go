@@ -118,9 +118,6 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 // LinkChanged says the interface changed (Instance.LinkChanged).
 func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
 
-// Members returns the other routers of our group heard lately (Instance.Members).
-func (e *Elector) Members() []netip.Addr { return e.inst.Members() }
-
 // Statuses returns a snapshot per VIP: one election, so one state.
 func (e *Elector) Statuses() []Status {
 	st := e.inst.Status()

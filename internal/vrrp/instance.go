@@ -42,6 +42,10 @@ type Config struct {
 	// else — unhealthy, another master heard, no verdict within
 	// resumeWait — removes them as a fresh start does.
 	Resume bool
+	// Heard, if set, sees the source of every advertisement of our group
+	// (both families): the routers of this election, whose answers for the
+	// VIP are no conflict (internal/acd's Known). It must not block.
+	Heard func(src netip.Addr)
 }
 
 // Status is a snapshot of an instance for /status and metrics.
@@ -71,7 +75,6 @@ type Instance struct {
 	link     chan struct{} // the interface changed: look at it now
 	drops    Drops
 	foreign  foreignGroups
-	members  members
 	sent     atomic.Uint64
 	received atomic.Uint64
 	sendErrs atomic.Uint64
@@ -140,11 +143,6 @@ func (i *Instance) LinkChanged() {
 	default:
 	}
 }
-
-// Members returns the addresses of the other routers of our group heard
-// lately (both families): whoever answers for the VIP from one of them is
-// not a conflict (a master handing over still holds it for a moment).
-func (i *Instance) Members() []netip.Addr { return i.members.list(time.Now()) }
 
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
@@ -287,7 +285,9 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 			continue
 		}
 		i.received.Add(1)
-		i.members.add(src, time.Now())
+		if i.cfg.Heard != nil {
+			i.cfg.Heard(src)
+		}
 		if k > 0 {
 			continue
 		}

@@ -1,0 +1,208 @@
+package acd
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+)
+
+// maxHeard bounds the members learned from their advertisements (a group
+// has a handful; a flood of forged advertisements evicts the least
+// recently heard first, never a configured peer).
+const maxHeard = 64
+
+// Known is the Identity of a node: the hardware addresses of its own
+// interfaces (Linux answers ARP for a local address on any of them) and of
+// the routers of its VRRP group. It reads nothing itself: the kernel's link
+// and neighbour tables reach it as events (WatchKernel), the group's
+// members from the configured unicast peers and from every advertisement
+// heard (Heard). Ours is a lookup, never I/O: a frame from a stranger costs
+// a map read, and a failure to read the kernel keeps what was known.
+type Known struct {
+	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
+	grew    func()           // a MAC became ours: claims judged before may be a member's
+
+	mu    sync.Mutex
+	own   map[int]string        // interface index -> hardware address
+	neigh map[netip.Addr]string // the neighbour table: address -> hardware address, as last known
+	peers map[netip.Addr]bool   // configured unicast peers: members for good
+	heard map[netip.Addr]uint64 // members heard advertising -> when, as a sequence number
+	seq   uint64
+	ours  map[string]bool       // derived: the hardware addresses of the interfaces and the members
+}
+
+// NewKnown returns the identity of a node whose group has the unicast
+// peers (none: multicast, members are learned as they advertise). resolve
+// asks the kernel to resolve a member's address (NTF_USE); grew is called
+// when a hardware address becomes ours. Either may be nil.
+func NewKnown(peers []netip.Addr, resolve func(netip.Addr), grew func()) *Known {
+	k := &Known{resolve: resolve, grew: grew, own: map[int]string{}, neigh: map[netip.Addr]string{},
+		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]uint64{}, ours: map[string]bool{}}
+	for _, p := range peers {
+		k.peers[p.WithZone("")] = true
+	}
+	return k
+}
+
+// SetGrew sets the callback of a hardware address becoming ours (before
+// events arrive: the guard is built after the identity).
+func (k *Known) SetGrew(grew func()) {
+	k.mu.Lock()
+	k.grew = grew
+	k.mu.Unlock()
+}
+
+// Ours implements Identity.
+func (k *Known) Ours(mac net.HardwareAddr) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ours[string(mac)]
+}
+
+// Refresh implements Identity: it asks the kernel to resolve the members
+// the neighbour table lacks; the answers arrive as events.
+func (k *Known) Refresh() {
+	if k.resolve == nil {
+		return
+	}
+	for _, m := range k.unresolved() {
+		k.resolve(m)
+	}
+}
+
+// unresolved lists the members without a neighbour entry.
+func (k *Known) unresolved() []netip.Addr {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []netip.Addr
+	for m := range k.members() {
+		if _, ok := k.neigh[m]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// members yields every member's address; under mu.
+func (k *Known) members() func(func(netip.Addr) bool) {
+	return func(yield func(netip.Addr) bool) {
+		for p := range k.peers {
+			if !yield(p) {
+				return
+			}
+		}
+		for h := range k.heard {
+			if !k.peers[h] && !yield(h) {
+				return
+			}
+		}
+	}
+}
+
+// isMember says whether a is a member; under mu.
+func (k *Known) isMember(a netip.Addr) bool {
+	_, heard := k.heard[a]
+	return k.peers[a] || heard
+}
+
+// Heard records an advertisement of our group from src: src is a member.
+// One not known before whose hardware address the table lacks is resolved
+// at once, so that its answer for the VIP, which follows its advertisement
+// when it becomes master, is known as ours.
+func (k *Known) Heard(src netip.Addr) {
+	src = src.WithZone("")
+	k.mu.Lock()
+	_, known := k.heard[src]
+	k.seq++
+	k.heard[src] = k.seq
+	if !known && len(k.heard) > maxHeard {
+		k.evictOldest()
+	}
+	_, resolved := k.neigh[src]
+	grew := !known && k.rebuild()
+	k.mu.Unlock()
+	k.after(grew)
+	if !known && !resolved && k.resolve != nil {
+		k.resolve(src)
+	}
+}
+
+// evictOldest forgets the least recently heard member; under mu.
+func (k *Known) evictOldest() {
+	var oldest netip.Addr
+	for a, at := range k.heard {
+		if !oldest.IsValid() || at < k.heard[oldest] {
+			oldest = a
+		}
+	}
+	delete(k.heard, oldest)
+}
+
+// SetLink records an interface of this host and its hardware address.
+func (k *Known) SetLink(index int, mac net.HardwareAddr) {
+	k.mu.Lock()
+	if len(mac) > 0 && !allZero(mac) {
+		k.own[index] = string(mac)
+	} else {
+		delete(k.own, index)
+	}
+	grew := k.rebuild()
+	k.mu.Unlock()
+	k.after(grew)
+}
+
+// DelLink records that an interface of this host is gone.
+func (k *Known) DelLink(index int) {
+	k.mu.Lock()
+	delete(k.own, index)
+	k.rebuild()
+	k.mu.Unlock()
+}
+
+// Neigh records the kernel's neighbour entry of ip: its hardware address
+// now. An entry the kernel deletes (garbage collected, failed) is not
+// forgotten: a member's address changes only with a new entry.
+func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
+	if len(mac) == 0 || allZero(mac) {
+		return
+	}
+	ip = ip.Unmap().WithZone("")
+	k.mu.Lock()
+	if k.neigh[ip] == string(mac) {
+		k.mu.Unlock()
+		return
+	}
+	k.neigh[ip] = string(mac)
+	grew := k.isMember(ip) && k.rebuild()
+	k.mu.Unlock()
+	k.after(grew)
+}
+
+// rebuild derives ours from the own interfaces and the members' entries
+// and says whether an address was added; under mu.
+func (k *Known) rebuild() bool {
+	ours := make(map[string]bool, len(k.own)+len(k.peers)+len(k.heard))
+	for _, mac := range k.own {
+		ours[mac] = true
+	}
+	for m := range k.members() {
+		if mac, ok := k.neigh[m]; ok {
+			ours[mac] = true
+		}
+	}
+	grew := false
+	for mac := range ours {
+		grew = grew || !k.ours[mac]
+	}
+	k.ours = ours
+	return grew
+}
+
+func (k *Known) after(grew bool) {
+	k.mu.Lock()
+	f := k.grew
+	k.mu.Unlock()
+	if grew && f != nil {
+		f()
+	}
+}

@@ -1,0 +1,170 @@
+package acd
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/novaedge/cpvip/internal/bind"
+)
+
+var (
+	peerA = netip.MustParseAddr("192.0.2.11")
+	peerB = netip.MustParseAddr("192.0.2.12")
+)
+
+// recorder counts what a Known asks of the kernel and of the guard.
+type recorder struct {
+	resolved []netip.Addr
+	grew     int
+}
+
+func newKnown(peers ...netip.Addr) (*Known, *recorder) {
+	r := &recorder{}
+	return NewKnown(peers, func(a netip.Addr) { r.resolved = append(r.resolved, a) }, func() { r.grew++ }), r
+}
+
+// TestOwnInterfacesAreOurs: every interface of this host is ours, and
+// stays so whatever the neighbour table does; an interface deleted is not.
+func TestOwnInterfacesAreOurs(t *testing.T) {
+	k, _ := newKnown()
+	k.SetLink(2, selfMAC)
+	k.Neigh(peerA, selfMAC) // a neighbour entry naming our own MAC changes nothing
+	k.Neigh(peerA, foreign)
+	if !k.Ours(selfMAC) {
+		t.Fatal("our own interface's MAC must be ours")
+	}
+	k.DelLink(2)
+	if k.Ours(selfMAC) {
+		t.Fatal("a deleted interface's MAC must not stay ours")
+	}
+}
+
+// TestConfiguredPeersAreMembers: issue 32 finding 6 — a master hears no
+// advertisement, so configured unicast peers are members from the start.
+func TestConfiguredPeersAreMembers(t *testing.T) {
+	k, r := newKnown(peerA)
+	k.Neigh(peerA, member)
+	if !k.Ours(member) {
+		t.Fatal("a configured peer's MAC must be ours without an advertisement heard")
+	}
+	if r.grew != 1 {
+		t.Fatalf("grew %d times, want 1 (the guard judges its claims again)", r.grew)
+	}
+}
+
+// TestStrangerCostsALookup: a frame from a stranger is judged by a lookup;
+// nothing is asked of the kernel and nothing deleted (finding 6: every
+// such frame dumped the neighbour table twice, deleted the members'
+// entries and blocked the reader up to 200 ms).
+func TestStrangerCostsALookup(t *testing.T) {
+	k, r := newKnown(peerA)
+	k.Neigh(peerA, member)
+	for range 1000 {
+		if k.Ours(foreign) {
+			t.Fatal("a stranger is not ours")
+		}
+	}
+	if len(r.resolved) != 0 {
+		t.Fatalf("asked the kernel %d times for a stranger's frames", len(r.resolved))
+	}
+}
+
+// TestHeardMembersStay: members heard advertising are not forgotten with
+// time, more than 16 are known, and a deleted neighbour entry keeps its
+// MAC (finding 6: forgotten after 10 minutes, capped at 16).
+func TestHeardMembersStay(t *testing.T) {
+	k, r := newKnown()
+	var macs []net.HardwareAddr
+	for i := range 40 {
+		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(20 + i)})
+		mac := net.HardwareAddr{2, 0, 0, 0, 1, byte(i)}
+		k.Heard(ip)
+		k.Neigh(ip, mac)
+		macs = append(macs, mac)
+	}
+	for i, mac := range macs {
+		if !k.Ours(mac) {
+			t.Fatalf("member %d's MAC %s is not ours", i, mac)
+		}
+	}
+	if len(r.resolved) != 40 {
+		t.Fatalf("resolved %d new members, want each once (40)", len(r.resolved))
+	}
+	k.Heard(netip.MustParseAddr("192.0.2.20"))
+	if len(r.resolved) != 40 {
+		t.Fatal("a member heard again is not resolved again")
+	}
+}
+
+// TestMemberFloodEvictsOldestHeardNotPeers: forged advertisements from
+// many sources evict the least recently heard, never a configured peer.
+func TestMemberFloodEvictsOldestHeardNotPeers(t *testing.T) {
+	k, _ := newKnown(peerA)
+	k.Neigh(peerA, member)
+	k.Heard(peerB)
+	k.Neigh(peerB, foreign)
+	for i := range maxHeard + 10 {
+		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}))
+	}
+	if !k.Ours(member) {
+		t.Fatal("a configured peer must survive a flood")
+	}
+	if k.Ours(foreign) {
+		t.Fatal("the least recently heard member must be evicted by a flood")
+	}
+}
+
+// TestMemberNewMAC: a member whose interface was made again has a new MAC:
+// the new entry makes it ours, the old one is not any more.
+func TestMemberNewMAC(t *testing.T) {
+	k, r := newKnown()
+	k.Heard(peerA)
+	k.Neigh(peerA, member)
+	newMAC := net.HardwareAddr{2, 0, 0, 0, 0, 7}
+	k.Neigh(peerA, newMAC)
+	if !k.Ours(newMAC) || k.Ours(member) {
+		t.Fatalf("after the new entry: new ours %v, old ours %v", k.Ours(newMAC), k.Ours(member))
+	}
+	if r.grew != 2 {
+		t.Fatalf("grew %d times, want 2", r.grew)
+	}
+}
+
+// TestRefreshResolvesOnlyTheUnresolved: Refresh asks the kernel for the
+// members without an entry, nothing else.
+func TestRefreshResolvesOnlyTheUnresolved(t *testing.T) {
+	k, r := newKnown(peerA, peerB)
+	k.Neigh(peerA, member)
+	k.Refresh()
+	if !slices.Equal(r.resolved, []netip.Addr{peerB}) {
+		t.Fatalf("resolved %v, want [%s]", r.resolved, peerB)
+	}
+}
+
+// TestClaimOfAMemberLearnedLaterIsDropped: an answer judged before the
+// member's entry arrived (two nodes became master at once) is a conflict
+// until the entry arrives; then the guard, told, drops it at once.
+func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
+	h := newHarness()
+	k, _ := newKnown()
+	h.g.id = k
+	k.SetGrew(h.g.Rejudge)
+	k.Heard(peerA)
+	h.g.Observe(vip, member)
+	if v := h.g.Verdict(vip, true); v != bind.Claimed {
+		t.Fatalf("before the member's entry: %v, want claimed", v)
+	}
+	k.Neigh(peerA, member)
+	select {
+	case <-h.g.wake:
+	default:
+		t.Fatal("a MAC that became ours must wake the guard")
+	}
+	h.advance(0)
+	if v := h.g.Verdict(vip, true); v == bind.Claimed || len(h.g.Conflicts()) != 0 {
+		t.Fatalf("after the member's entry: %v, conflicts %v; want no claim", v, fmt.Sprint(h.g.Conflicts()))
+	}
+}
