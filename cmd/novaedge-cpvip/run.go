@@ -188,7 +188,8 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		return nil, err
 	}
 	events := watchInterface(ctx, ifname, elector.LinkChanged, log)
-	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod}
+	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
+		Self: elector.Primary}
 	var ann *l2.Announcer
 	var guard *acd.Guard
 	if known != nil {

@@ -29,6 +29,13 @@ type Options struct {
 	// Guard, when set, is the conflict check: one input of the bind
 	// decision (internal/acd, internal/bind).
 	Guard reconcile.Checker
+	// Self, when set, returns this node's own address of a VIP's family
+	// (its VRRP source address; invalid: none yet). A takeover announces it
+	// first, as Linux's arp_notify does on link up: the other nodes' kernels
+	// update their neighbour entry for us, and their conflict checks know
+	// the MAC that then answers for the VIP as ours even when it changed
+	// (the interface made again, a bond's failover).
+	Self func(family netip.Addr) netip.Addr
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
@@ -134,6 +141,11 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if sent == 0 && a.opts.Self != nil {
+			if self := a.opts.Self(vip); self.IsValid() {
+				a.announce(ctx, self)
+			}
 		}
 		a.announce(ctx, vip)
 		switch refresh := time.Duration(a.refresh.Load()); {

@@ -100,3 +100,27 @@ func TestLinkUpAndRefreshAnnounceAgain(t *testing.T) {
 		t.Errorf("announcements went on after release: %d -> %d", before, after)
 	}
 }
+
+// TestTakeoverAnnouncesSelfFirst: a takeover announces this node's own
+// address of the VIP's family before the VIP, once, so that the other
+// nodes' neighbour entries for us carry the MAC that then answers for the
+// VIP (their conflict checks know it as a member's).
+func TestTakeoverAnnouncesSelfFirst(t *testing.T) {
+	self := netip.MustParseAddr("192.0.2.11")
+	a, rec, _, _ := newTestAnnouncer(t, Options{Repeat: 2, Gap: time.Millisecond,
+		Self: func(netip.Addr) netip.Addr { return self }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	a.Hold(vip)
+	expectSends(t, rec, 3)
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	<-done
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if want := []netip.Addr{self, vip.Addr(), vip.Addr()}; !slices.Equal(rec.sent, want) {
+		t.Fatalf("sent %v, want %v", rec.sent, want)
+	}
+}

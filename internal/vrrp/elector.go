@@ -118,6 +118,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 // LinkChanged says the interface changed (Instance.LinkChanged).
 func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
 
+// Primary returns our source address of family's address family (Instance.Primary).
+func (e *Elector) Primary(family netip.Addr) netip.Addr { return e.inst.Primary(family) }
+
 // Statuses returns a snapshot per VIP: one election, so one state.
 func (e *Elector) Statuses() []Status {
 	st := e.inst.Status()

@@ -144,6 +144,19 @@ func (i *Instance) LinkChanged() {
 	}
 }
 
+// Primary returns our source address of family's address family (invalid
+// before Run has found it, or for a family we do not advertise in).
+func (i *Instance) Primary(family netip.Addr) netip.Addr {
+	for k, vip := range i.cfg.VIPs {
+		if vip.Addr().Is4() == family.Is4() {
+			if p := i.primaries[k].Load(); p != nil {
+				return *p
+			}
+		}
+	}
+	return netip.Addr{}
+}
+
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
 	i.mu.Lock()
