@@ -1,0 +1,436 @@
+package sim
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/acd"
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/vrrp"
+)
+
+// Timing of the daemon's plumbing, as in cmd/novaedge-cpvip and vrrp.Instance.
+const (
+	reconcilePeriod = 5 * time.Second        // the periodic reconcile pass
+	refreshEvery    = time.Second            // the instance's interface check
+	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
+	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
+	garpGap         = 1100 * time.Millisecond
+)
+
+// daemon is one run of novaedge-cpvip on a host: the real decision code,
+// wired as cmd/novaedge-cpvip wires it, with the sim's clock and segment
+// in place of the wall clock, sockets and netlink.
+type daemon struct {
+	h       *host
+	cfg     *config.Config
+	started time.Time
+	core    *vrrp.Core
+	thr     *health.Thresholds
+	state   health.State
+	// healthySince: when state last became Healthy.
+	healthySince time.Time
+	seen    bool // healthy at least once since start (fail open)
+	guard   *acd.Guard
+	known   *acd.Known
+	rec     *reconcile.Reconciler
+	vips    []netip.Prefix
+	index   int // the interface the instance's socket is on
+
+	desired map[netip.Prefix]bool
+	again   map[netip.Prefix]bool
+	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
+	stepDue bool
+	linkUp  bool
+
+	coreAt, guardAt time.Time    // when the core's and guard's timers are set
+	wireDown        time.Time    // until when the conflict-check wires cannot open
+	probes          []netip.Addr // sent in this guard round, in order
+}
+
+// start runs a daemon on h with the host's configuration.
+func (h *host) start() *daemon {
+	s := h.s
+	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress, index: h.index,
+		desired: map[netip.Prefix]bool{}, again: map[netip.Prefix]bool{}, bursts: map[netip.Addr]int{}}
+	h.d = d
+	log := newLogger(s.w, h.name)
+	d.rec = reconcile.New(kernel{h}, d.vips)
+	resume, _ := d.rec.AllBound()
+	if h.role == ours && h.cfg.ConflictCheck {
+		d.known = acd.NewKnown(h.cfg.Peers, d.resolve, func() { d.poke("identity grew") })
+		vips := make([]netip.Addr, len(d.vips))
+		for i, v := range d.vips {
+			vips[i] = v.Addr()
+		}
+		d.guard = acd.NewGuard(vips, nil, d.known, func() { d.poke("guard") }, func() time.Time { return s.w.now },
+			log.With("component", "acd"))
+		d.guard.Settle = h.cfg.AdvertInterval * 3 / 2
+		d.known.SetLink(d.index, h.mac)
+		for ip, mac := range sortedNeigh(h.neigh) {
+			d.known.Neigh(ip, mac)
+		}
+		d.guard.Start()
+		d.attachWires()
+	}
+	if d.guard != nil {
+		d.rec.SetCheck(d.guard)
+	}
+	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval,
+		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours}, output{d}, log.With("component", "vrrp"))
+	d.core.Start(s.w.now)
+	d.core.SetPrimary(h.ip)
+	d.core.Carrier(h.linked(), s.w.now)
+	d.thr = health.NewThresholds(h.cfg.FailThreshold, h.cfg.RiseThreshold)
+	if h.role == keepalived {
+		d.core.SetPriority(uint8(h.cfg.Priority), "", s.w.now) // no health check
+	} else {
+		d.after(time.Millisecond, "health check", d.check)
+	}
+	d.after(reconcilePeriod, "reconcile period", d.period)
+	d.after(refreshEvery, "refresh", d.refresh)
+	d.settle()
+	return d
+}
+
+// alive says whether d still runs: events of a daemon that was killed or
+// stopped do nothing.
+func (d *daemon) alive() bool { return d.h.d == d }
+
+// after schedules do for this daemon run only, then settles its timers.
+func (d *daemon) after(dt time.Duration, what string, do func()) {
+	d.h.s.w.after(dt, d.h.name+" "+what, func() {
+		if d.alive() {
+			do()
+			d.settle()
+		}
+	})
+}
+
+// settle sets the core's and the guard's timers after an event.
+func (d *daemon) settle() {
+	if !d.alive() {
+		return
+	}
+	w := d.h.s.w
+	if at := d.core.Deadline(); !at.IsZero() && !at.Equal(d.coreAt) {
+		d.coreAt = at
+		w.at(at, d.h.name+" vrrp timer", func() {
+			if d.alive() && d.coreAt.Equal(at) {
+				d.coreAt = time.Time{}
+				d.core.Timeout(w.now)
+				d.settle()
+			}
+		})
+	}
+	if d.guard == nil {
+		return
+	}
+	next := d.guard.Round()
+	d.flushProbes()
+	if !next.IsZero() && !next.Equal(d.guardAt) {
+		d.guardAt = next
+		w.at(next, d.h.name+" guard round", func() {
+			if d.alive() && d.guardAt.Equal(next) {
+				d.guardAt = time.Time{}
+				d.settle()
+			}
+		})
+	}
+}
+
+// poke wakes the reconcile loop (its goroutine steps a moment later).
+func (d *daemon) poke(string) {
+	if d.stepDue {
+		return
+	}
+	d.stepDue = true
+	d.after(loopDelay, "reconcile", d.step)
+}
+
+// step is one pass of reconcile.Loop: the bind decision for every VIP, the
+// announcements of what it bound, the re-announcements asked for.
+func (d *daemon) step() {
+	d.stepDue = false
+	desired := make(map[netip.Prefix]bool, len(d.desired))
+	for k, v := range d.desired {
+		desired[k] = v
+	}
+	again, linkUp := d.again, d.linkUp
+	d.again, d.linkUp = map[netip.Prefix]bool{}, false
+	bound := map[netip.Prefix]bool{}
+	for _, c := range d.rec.Step(desired) {
+		switch c.Action {
+		case reconcile.Installed, reconcile.Fixed:
+			d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
+			bound[c.VIP] = true
+			d.burst(c.VIP.Addr())
+		case reconcile.Removed:
+			d.h.s.w.logf("%s   removed %s", d.h.name, c.VIP)
+			d.bursts[c.VIP.Addr()]++
+		case reconcile.Failed:
+			bound[c.VIP] = true
+		}
+	}
+	for _, vip := range d.vips {
+		if desired[vip] && !bound[vip] && (linkUp || again[vip]) {
+			d.burst(vip.Addr())
+		}
+	}
+}
+
+func (d *daemon) period() {
+	d.poke("period")
+	d.after(reconcilePeriod, "reconcile period", d.period)
+}
+
+// burst announces vip now (our own address first, l2.Options.Self) and
+// GARP_REPEAT-1 more times, garpGap apart.
+func (d *daemon) burst(vip netip.Addr) {
+	d.bursts[vip]++
+	gen := d.bursts[vip]
+	h := d.h
+	if h.role == ours {
+		own := h.addrOf(vip)
+		h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: own})
+	}
+	var send func(left int)
+	send = func(left int) {
+		if d.bursts[vip] != gen || !h.holds(vip) {
+			return
+		}
+		h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
+		if left > 1 {
+			d.after(garpGap, "garp", func() { send(left - 1) })
+		}
+	}
+	send(max(1, d.cfg.GARPRepeat))
+}
+
+// check runs one health check and schedules the next (health.Checker.Run).
+func (d *daemon) check() {
+	r, took := d.h.answer(d.cfg.HealthTimeout)
+	d.after(took, "health result", func() {
+		d.judge(r)
+		next := d.cfg.HealthInterval
+		if fast := d.cfg.HealthFastInterval; d.thr.Counting() && fast > 0 && fast < next {
+			next = fast
+		}
+		d.after(max(0, next-took), "health check", d.check)
+	})
+}
+
+// checkNow is a check at once: the apiserver closed the kept connection.
+// The running check loop goes on; this result counts like any other.
+func (d *daemon) checkNow() {
+	r, took := d.h.answer(d.cfg.HealthTimeout)
+	d.after(took, "health result (connection closed)", func() { d.judge(r) })
+}
+
+// judge applies the thresholds and tells the election (agent.Agent and
+// vrrp.Elector.SetHealthy).
+func (d *daemon) judge(r health.Result) {
+	st, changed := d.thr.Judge(r)
+	if !changed {
+		return
+	}
+	d.state = st
+	if st == health.Healthy {
+		d.healthySince = d.h.s.w.now
+	}
+	d.h.s.w.logf("%s   health %s (%s)", d.h.name, st, r.Reason)
+	d.elect(r.Reason)
+}
+
+// elect gives the core the priority health and configuration make.
+func (d *daemon) elect(why string) {
+	ok := d.state == health.Healthy
+	d.seen = d.seen || ok
+	p := vrrp.ElectionPriority(ok, d.seen, d.cfg.FailOpen, uint8(d.cfg.Priority))
+	d.core.SetPriority(p, why, d.h.s.w.now)
+}
+
+// refresh is the instance's periodic interface check.
+func (d *daemon) refresh() {
+	d.linkCheck()
+	d.after(refreshEvery, "refresh", d.refresh)
+}
+
+// linkChanged is netlink's news of the interface: the instance looks at
+// it now, the reconcile loop steps, the identity learns the new MAC.
+func (d *daemon) linkChanged() {
+	h := d.h
+	if d.known != nil && h.iface {
+		d.known.SetLink(h.index, h.mac)
+	}
+	if h.linked() {
+		d.linkUp = true
+		d.poke("link up")
+	}
+	if d.guard != nil && h.iface && h.index != d.index {
+		d.attachWires()
+	}
+	d.linkCheck()
+	d.settle()
+}
+
+// linkCheck is Instance.refresh and checkCarrier.
+func (d *daemon) linkCheck() {
+	h, now := d.h, d.h.s.w.now
+	switch {
+	case !h.iface:
+		d.core.Gone("VRRP interface gone", "the interface was deleted", now)
+		return
+	case h.index != d.index:
+		d.index = h.index
+		d.core.Gone("VRRP interface created again", "the interface was created again", now)
+	}
+	d.core.Carrier(h.linked(), now)
+}
+
+// receive is the daemon's part of a frame: the instance's reader and the
+// conflict check's.
+func (d *daemon) receive(f frame) {
+	now := d.h.s.w.now
+	switch f.kind {
+	case advert:
+		if f.adv.VRID != uint8(d.cfg.VRID) || !slices.Contains(f.adv.Addresses, d.vips[0].Addr()) {
+			return
+		}
+		if d.known != nil {
+			d.known.Heard(f.ip)
+		}
+		d.core.Receive(f.adv, f.ip, now)
+	case claim:
+		if d.guard != nil && !now.Before(d.wireDown) && d.index == d.h.index {
+			d.guard.Observe(f.vip, f.mac)
+		}
+	case malformed:
+		// The wire parses frames itself and skips what does not parse
+		// (acd.ClaimFrame): nothing reaches the guard.
+		if _, ok := acd.ClaimFrame(garbage(f.vip), f.vip); ok {
+			panic("a malformed frame parsed as a claim")
+		}
+	default:
+		return
+	}
+	d.settle()
+}
+
+// resolve asks the kernel to resolve a member (NTF_USE): an ARP request.
+func (d *daemon) resolve(ip netip.Addr) {
+	h := d.h
+	h.s.w.after(0, h.name+" resolve", func() {
+		if h.d == d {
+			h.s.seg.send(frame{kind: resolve, from: h, mac: h.mac, ip: ip})
+		}
+	})
+}
+
+// attachWires opens the conflict-check wires (acd.Guard.listen).
+func (d *daemon) attachWires() {
+	for _, v := range d.vips {
+		d.guard.Attach(v.Addr(), nil)
+	}
+	d.after(0, "open wires", d.openWires)
+}
+
+func (d *daemon) openWires() {
+	if !d.h.iface || d.h.s.w.now.Before(d.wireDown) {
+		d.after(reopenEvery, "open wires", d.openWires)
+		return
+	}
+	for _, v := range d.vips {
+		d.guard.Attach(v.Addr(), wire{d, v.Addr(), d.h.index})
+	}
+}
+
+// breakWires makes the wires fail for dt: read errors, no reopening.
+func (d *daemon) breakWires(dt time.Duration) {
+	if d.guard == nil {
+		return
+	}
+	d.wireDown = d.h.s.w.now.Add(dt)
+	d.attachWires()
+}
+
+// flushProbes sends the probes of a guard round, in VIP order.
+func (d *daemon) flushProbes() {
+	slices.SortFunc(d.probes, func(a, b netip.Addr) int { return a.Compare(b) })
+	for _, vip := range d.probes {
+		d.h.s.seg.send(frame{kind: probe, from: d.h, mac: d.h.mac, vip: vip})
+	}
+	d.probes = d.probes[:0]
+}
+
+// output carries out the core's requests (vrrp.Instance's output and
+// agent.Agent: Hold and Release of every VIP).
+type output struct{ d *daemon }
+
+func (o output) Send(priority uint8) {
+	d := o.d
+	adv := vrrp.Advertisement{VRID: uint8(d.cfg.VRID), Priority: priority, Interval: vrrp.Centiseconds(d.cfg.AdvertInterval),
+		Addresses: []netip.Addr{d.vips[0].Addr()}}
+	d.h.s.seg.send(frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: adv})
+}
+
+func (o output) Decide(hold bool) {
+	for _, vip := range o.d.vips {
+		o.d.desired[vip] = hold
+		if hold {
+			o.d.again[vip] = true
+		}
+	}
+	o.d.poke("decide")
+}
+
+func (o output) Changed(from, to vrrp.State, reason string, _ time.Time) {}
+
+// wire is a conflict-check wire on the segment (acd.Wire).
+type wire struct {
+	d     *daemon
+	vip   netip.Addr
+	index int
+}
+
+var errNoCarrier = errors.New("network is down")
+
+func (w wire) Probe() error {
+	if !w.d.h.linked() || w.d.h.index != w.index {
+		return errNoCarrier
+	}
+	w.d.probes = append(w.d.probes, w.vip)
+	return nil
+}
+func (w wire) Read() (net.HardwareAddr, error) { return nil, net.ErrClosed }
+func (w wire) Close() error                    { return nil }
+
+// kernel is the host's interface addresses as the reconciler sees them:
+// those of the interface that exists now.
+type kernel struct{ h *host }
+
+var errNoDevice = errors.New("no such device")
+
+func (k kernel) List() ([]netip.Prefix, error) {
+	if !k.h.iface {
+		return nil, errNoDevice
+	}
+	return k.h.addrs.List()
+}
+func (k kernel) Add(p netip.Prefix) error {
+	if !k.h.iface {
+		return errNoDevice
+	}
+	return k.h.addrs.Add(p)
+}
+func (k kernel) Del(p netip.Prefix) error {
+	if !k.h.iface {
+		return errNoDevice
+	}
+	return k.h.addrs.Del(p)
+}

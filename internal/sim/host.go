@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
+)
+
+// role is what runs on a host.
+type role int
+
+const (
+	ours       role = iota // novaedge-cpvip
+	keepalived             // a keepalived-like member: fixed priority, no conflict check, no resume
+	stranger               // a host outside the group that may answer for the VIP
+)
+
+// api is the state of a host's apiserver.
+type api int
+
+const (
+	apiHealthy  api = iota
+	apiSlow         // answers in slowBy
+	apiHung         // accepts, never answers
+	apiRefused      // nothing listens
+	apiDraining     // graceful shutdown begun: /readyz says so
+)
+
+var apiNames = [...]string{"healthy", "slow", "hung", "refused", "draining"}
+
+func (a api) String() string { return apiNames[a] }
+
+// netlinkDelay is how long a kernel change takes to reach the daemon as a
+// netlink event.
+const netlinkDelay = 2 * time.Millisecond
+
+// host is one machine on the segment: its kernel (interface, carrier,
+// addresses, neighbour table), its apiserver, and the daemon when one runs.
+type host struct {
+	s       *sim
+	name    string
+	role    role
+	ip, ip6 netip.Addr
+	mac     net.HardwareAddr
+	index   int  // the interface's index: a new one when it is made again
+	iface   bool // the interface exists
+	carrier bool
+	// linkedSince: when the interface last came to exist with carrier.
+	linkedSince time.Time
+	addrs   *reconciletest.Addrs
+	neigh   map[netip.Addr]net.HardwareAddr
+	api     api
+	slowBy  time.Duration
+	cfg     *config.Config // what the daemon starts with: the env file
+	d       *daemon        // nil: no daemon runs
+}
+
+func (h *host) linked() bool { return h.iface && h.carrier }
+
+// holds says whether the kernel answers for vip now.
+func (h *host) holds(vip netip.Addr) bool {
+	if !h.linked() {
+		return false
+	}
+	list, _ := h.addrs.List()
+	return slices.ContainsFunc(list, func(p netip.Prefix) bool { return p.Addr() == vip })
+}
+
+// receive is the kernel's part of a frame, then the daemon's.
+func (h *host) receive(f frame) {
+	switch f.kind {
+	case probe:
+		if h.holds(f.vip) {
+			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: f.vip, to: f.from})
+		}
+	case resolve:
+		if f.ip == h.ip || f.ip == h.ip6 {
+			h.learn(f.from.addrOf(f.ip), f.mac) // Linux learns the asker
+			h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: f.ip, to: f.from})
+		}
+	case self:
+		if _, ok := h.neigh[f.ip]; ok || f.to == h { // an existing entry follows a gratuitous ARP
+			h.learn(f.ip, f.mac)
+		}
+	}
+	if h.d != nil {
+		h.d.receive(f)
+	}
+}
+
+// addrOf is h's address of ip's family.
+func (h *host) addrOf(ip netip.Addr) netip.Addr {
+	if ip.Is4() {
+		return h.ip
+	}
+	return h.ip6
+}
+
+// learn updates the neighbour entry of ip; the daemon hears of it by netlink.
+func (h *host) learn(ip netip.Addr, mac net.HardwareAddr) {
+	if old, ok := h.neigh[ip]; ok && slices.Equal(old, mac) {
+		return
+	}
+	h.neigh[ip] = slices.Clone(mac)
+	if d := h.d; d != nil {
+		h.s.w.after(netlinkDelay, "netlink neigh", func() {
+			if h.d == d && d.known != nil {
+				d.known.Neigh(ip, mac)
+			}
+		})
+	}
+}
+
+// answer is the apiserver's answer to one health check with timeout, and
+// how long it took.
+func (h *host) answer(timeout time.Duration) (health.Result, time.Duration) {
+	switch h.api {
+	case apiSlow:
+		if h.slowBy < timeout {
+			return health.Result{OK: true, Status: 200}, h.slowBy
+		}
+		return health.Result{Reason: "timeout"}, timeout
+	case apiHung:
+		return health.Result{Reason: "timeout"}, timeout
+	case apiRefused:
+		return health.Result{Refused: true, Reason: "connection refused"}, time.Millisecond
+	case apiDraining:
+		return health.Result{Draining: true, Status: 500, Reason: "shutting down"}, 3 * time.Millisecond
+	}
+	return health.Result{OK: true, Status: 200}, 3 * time.Millisecond
+}
+
+// setAPI changes the apiserver's state; a process that ends closes the
+// kept connection, and the checker checks at once.
+func (h *host) setAPI(a api, slowBy time.Duration) {
+	h.api, h.slowBy = a, slowBy
+	if d := h.d; d != nil && (a == apiRefused || a == apiDraining) {
+		h.s.w.after(time.Millisecond, "connection closed", func() {
+			if h.d == d {
+				d.checkNow()
+			}
+		})
+	}
+}
+
+// setLink changes the interface: exists, carrier; a new interface gets a
+// new index and MAC, and has none of the old one's addresses.
+func (h *host) setLink(exists, carrier bool) {
+	if exists && !h.iface {
+		h.index++
+		h.mac = net.HardwareAddr{2, 0, 0, byte(h.index), 0, h.mac[5]}
+		h.addrs = reconciletest.New(netip.PrefixFrom(h.ip, 24))
+	}
+	if !exists {
+		h.addrs = reconciletest.New()
+	}
+	if exists && carrier && !h.linked() {
+		h.linkedSince = h.s.w.now
+	}
+	h.iface, h.carrier = exists, exists && carrier
+	if d := h.d; d != nil {
+		h.s.w.after(netlinkDelay, "netlink link", func() {
+			if h.d == d {
+				d.linkChanged()
+			}
+		})
+	}
+}

@@ -1,0 +1,243 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/acd"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/vrrp"
+)
+
+// bounds are the invariants' time limits for a run's shape; each is stated
+// from the mechanism it bounds.
+type bounds struct {
+	// twoHolders: the longest two running nodes may both hold the VIP on a
+	// whole segment: a contention is settled by the first advertisement
+	// each hears from the other (within an interval), a make-before-break
+	// handover by the new master's first advertisement and the 100 ms grace.
+	twoHolders time.Duration
+	// stranger: the longest a node may hold the VIP while another host
+	// answers for it: its conflict check settles (1.5 intervals), probes
+	// within a second, waits 150 ms for answers.
+	stranger time.Duration
+	// quiet: after the last fault ends, the time within which exactly one
+	// healthy node holds every VIP: health detection (3 checks and a
+	// timeout), two master-down intervals, the check's settle and a probe.
+	quiet time.Duration
+	// candidate: the longest a healthy node with carrier may stay out of
+	// the election: the instance's interface check runs every second.
+	candidate time.Duration
+	// flapGap: the longest a carrier flap of the holder too short for any
+	// backup to take over may leave the VIP on no node, after the flap:
+	// netlink's news, the reconcile step.
+	flapGap time.Duration
+}
+
+func newBounds(sh shape) bounds {
+	i, d := sh.Interval, sh.Delay
+	masterDown := 4 * i
+	return bounds{
+		twoHolders: i + 150*time.Millisecond + 4*d,
+		stranger:   i*3/2 + acd.ProbeEvery + acd.AnswerWait + 4*d + 100*time.Millisecond,
+		quiet:      2*masterDown + 3*time.Second + 3*time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
+		candidate:  refreshEvery + 100*time.Millisecond,
+		flapGap:    netlinkDelay + 20*time.Millisecond + 2*d,
+	}
+}
+
+// state is what the invariants remember between events.
+type state struct {
+	twoSince      time.Time // since when two running nodes hold the VIP
+	strangerSince time.Time // since when the stranger answers for the VIPs
+	expects       []expectation
+}
+
+func newState() state { return state{} }
+
+// expectation is something that must hold at every event in [from, to]:
+// what a fault alone in its window promises.
+type expectation struct {
+	name     string
+	from, to time.Time
+	ok       func() bool
+}
+
+// check runs every invariant; the first that fails is returned.
+func (s *sim) check() error {
+	for _, c := range []func() *Failure{s.neverTwoHolders, s.neverAStrangersAddress, s.exactlyOneHealthyHolder,
+		s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.expectations} {
+		if f := c(); f != nil {
+			f.At = s.w.now.Sub(epoch)
+			return f
+		}
+	}
+	return nil
+}
+
+func (s *sim) neverTwoHolders() *Failure {
+	hs := s.holders(vip4.Addr(), true)
+	if len(hs) < 2 {
+		s.inv.twoSince = time.Time{}
+		return nil
+	}
+	if s.inv.twoSince.IsZero() {
+		s.inv.twoSince = s.w.now
+	}
+	from := later(s.inv.twoSince, s.seg.faultAt)
+	if d := s.w.now.Sub(from); d > s.bounds.twoHolders {
+		return &Failure{"never two holders", 0, fmt.Sprintf("%s hold %s at once for %v on a whole segment (bound %v)",
+			names(hs), vip4, d, s.bounds.twoHolders)}
+	}
+	return nil
+}
+
+func (s *sim) neverAStrangersAddress() *Failure {
+	since := s.inv.strangerSince
+	if since.IsZero() || !s.stranger.holds(vip4.Addr()) {
+		return nil
+	}
+	for _, h := range s.holders(vip4.Addr(), true) {
+		d := h.d
+		if d.guard == nil {
+			continue
+		}
+		from := later(since, later(d.started, later(d.wireDown, s.seg.faultAt)))
+		if late := s.w.now.Sub(from); late > s.bounds.stranger {
+			return &Failure{"a stranger's address is never bound", 0,
+				fmt.Sprintf("%s holds %s while another host has answered for it for %v (bound %v)", h.name, vip4, late, s.bounds.stranger)}
+		}
+	}
+	return nil
+}
+
+// eligible says whether h should be able to hold the VIP: its daemon runs,
+// it has carrier, its apiserver is judged healthy.
+func eligible(h *host) bool {
+	return h.d != nil && h.linked() && (h.role == keepalived || h.d.state == health.Healthy)
+}
+
+func (s *sim) exactlyOneHealthyHolder() *Failure {
+	if s.w.now.Sub(s.faultEnd) < s.bounds.quiet || s.stranger.holds(vip4.Addr()) {
+		return nil
+	}
+	var ok []*host
+	for _, h := range s.group {
+		if eligible(h) {
+			ok = append(ok, h)
+		}
+	}
+	if len(ok) == 0 {
+		return nil
+	}
+	for _, v := range s.vips {
+		hs := s.holders(v.Addr(), false)
+		if len(hs) != 1 || !eligible(hs[0]) || (v != vip4 && hs[0] != s.holders(vip4.Addr(), false)[0]) {
+			return &Failure{"exactly one healthy node holds every VIP", 0,
+				fmt.Sprintf("%v after the last fault: %s held by %s; healthy with carrier: %s (bound %v)",
+					s.w.now.Sub(s.faultEnd), v, names(hs), names(ok), s.bounds.quiet)}
+		}
+	}
+	return nil
+}
+
+func (s *sim) healthyNodesAreCandidates() *Failure {
+	for _, h := range s.group {
+		d := h.d
+		if h.role != ours || !eligible(h) || s.w.now.Sub(later(d.started, later(d.healthySince, h.linkedSince))) < s.bounds.candidate {
+			continue
+		}
+		if st := d.core.State(); st != vrrp.Backup && st != vrrp.Master {
+			return &Failure{"no healthy node with carrier stays out of the election", 0,
+				fmt.Sprintf("%s is healthy with carrier and in state %s (bound %v)", h.name, st, s.bounds.candidate)}
+		}
+	}
+	return nil
+}
+
+func (s *sim) healthyNeverLooksFailOpen() *Failure {
+	for _, h := range s.group {
+		if d := h.d; d != nil && d.state == health.Healthy && d.cfg.FailOpen && d.core.Priority() == vrrp.FailOpenPriority {
+			return &Failure{"a healthy node never takes part with the fail-open priority", 0,
+				fmt.Sprintf("%s is healthy at priority %d with fail open on", h.name, d.core.Priority())}
+		}
+	}
+	return nil
+}
+
+func (s *sim) expectations() *Failure {
+	keep := s.inv.expects[:0]
+	var fail *Failure
+	for _, e := range s.inv.expects {
+		switch {
+		case s.w.now.After(e.to):
+			continue
+		case !s.w.now.Before(e.from) && !e.ok() && fail == nil:
+			fail = &Failure{e.name, 0, "holders: " + names(s.holders(vip4.Addr(), false))}
+		}
+		keep = append(keep, e)
+	}
+	s.inv.expects = keep
+	return fail
+}
+
+// expect registers what a fault promises when nothing else happens around
+// it: a carrier flap of the holder too short for a backup to take over
+// costs the flap; the holder's daemon killed and restarted within an
+// interval, its apiserver healthy, leaves the VIP where it is.
+func (s *sim) expect(f fault, t *host) {
+	i := s.sh.Interval
+	holds := func() bool { return len(s.holders(vip4.Addr(), false)) > 0 }
+	if !t.holds(vip4.Addr()) || t.role != ours || t.d == nil || t.api != apiHealthy || t.d.state != health.Healthy {
+		return
+	}
+	start := s.w.now
+	switch {
+	case f.What == fFlap && f.Dur < 2*i-50*time.Millisecond && s.alone(f, f.Dur+3*i):
+		end := start.Add(f.Dur)
+		s.inv.expects = append(s.inv.expects, expectation{"a carrier flap costs the flap, not a master-down interval",
+			end.Add(s.bounds.flapGap), end.Add(3 * i), holds})
+	case f.What == fKill && f.Dur <= i && s.alone(f, f.Dur+3*i):
+		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon whose apiserver stayed healthy leaves no gap",
+			start, start.Add(f.Dur + 3*i), holds})
+	}
+}
+
+// alone says whether no other fault is active around f: none ending within
+// the quiet bound before it, none starting within after it.
+func (s *sim) alone(f fault, after time.Duration) bool {
+	if s.w.now.Sub(epoch) < s.bounds.quiet {
+		return false
+	}
+	for _, g := range s.sh.Faults {
+		if g == f {
+			continue
+		}
+		if g.At <= f.At+after && g.end() >= f.At-s.bounds.quiet {
+			return false
+		}
+	}
+	return true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func names(hs []*host) string {
+	if len(hs) == 0 {
+		return "nobody"
+	}
+	var b strings.Builder
+	for i, h := range hs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(h.name)
+	}
+	return b.String()
+}

@@ -1,0 +1,337 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
+	"github.com/novaedge/cpvip/internal/vrrp"
+)
+
+// The VIPs of every run (documentation ranges).
+var (
+	vip4 = netip.MustParsePrefix("192.0.2.100/32")
+	vip6 = netip.MustParsePrefix("2001:db8::100/128")
+)
+
+// sim is one run: the world, the segment, the group and its invariants.
+type sim struct {
+	w        *world
+	seg      *segment
+	sh       shape
+	group    []*host // our nodes, then the keepalived-like member: a fault's Node
+	stranger *host
+	vips     []netip.Prefix
+	bounds   bounds
+	inv      state
+	// faultEnd is when the latest fault applied ends.
+	faultEnd time.Time
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Seed    uint64
+	Failure *Failure
+	Events  int
+	Virtual time.Duration
+	shape   shape
+	trace   *world
+}
+
+// Failure is an invariant that did not hold.
+type Failure struct {
+	Invariant string
+	At        time.Duration
+	Detail    string
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("%s at %.3fs: %s", f.Invariant, f.At.Seconds(), f.Detail)
+}
+
+// Run runs the schedule the seed draws; faults, when not nil, replace the
+// drawn faults (shrinking).
+func Run(seed uint64, faults []fault) Result {
+	sh := draw(newWorld(seed))
+	if faults != nil {
+		sh.Faults = faults
+	}
+	s := newSim(seed, sh)
+	for i, h := range s.group {
+		s.w.at(epoch.Add(time.Duration(i)*7*time.Millisecond), h.name+" start", func() { h.start() })
+	}
+	for _, f := range sh.Faults {
+		s.w.at(epoch.Add(f.At), "fault "+f.What.String(), func() { s.apply(f) })
+	}
+	end := epoch.Add(sh.Length + s.bounds.quiet + 5*time.Second)
+	err := s.w.runUntil(end, s.check)
+	r := Result{Seed: seed, Events: s.w.events, Virtual: s.w.now.Sub(epoch), shape: sh, trace: s.w}
+	if err != nil {
+		r.Failure = err.(*Failure)
+	}
+	return r
+}
+
+func newSim(seed uint64, sh shape) *sim {
+	w := newWorld(seed + 1)
+	s := &sim{w: w, sh: sh, vips: []netip.Prefix{vip4}}
+	if sh.DualStack {
+		s.vips = append(s.vips, vip6)
+	}
+	s.seg = &segment{w: w, side: map[*host]int{}, delay: sh.Delay}
+	n := sh.Nodes
+	if sh.Keepalived {
+		n++
+	}
+	for i := range n {
+		h := s.newHost(fmt.Sprintf("n%d", i), i)
+		if i >= sh.Nodes {
+			h.role, h.name = keepalived, fmt.Sprintf("k%d", i)
+		}
+		h.cfg = s.config(h, sh.Priorities[i], nil)
+		s.group = append(s.group, h)
+	}
+	for _, h := range s.group { // what the nodes' neighbour tables hold at start
+		for _, o := range s.group {
+			if o != h && w.chance(0.5) {
+				h.neigh[o.ip] = o.mac
+			}
+		}
+	}
+	s.stranger = s.newHost("stranger", 99)
+	s.stranger.role = stranger
+	s.bounds = newBounds(sh)
+	s.faultEnd = epoch // start-up is the first fault
+	s.inv = newState()
+	return s
+}
+
+func (s *sim) newHost(name string, i int) *host {
+	h := &host{s: s, name: name, ip: netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)}),
+		ip6: netip.MustParseAddr("2001:db8::" + strconv.Itoa(10+i)), mac: net.HardwareAddr{2, 0, 0, 1, 0, byte(i + 1)},
+		index: 1, iface: true, carrier: true, neigh: map[netip.Addr]net.HardwareAddr{}}
+	h.addrs = reconciletest.New(netip.PrefixFrom(h.ip, 24))
+	s.seg.hosts = append(s.seg.hosts, h)
+	return h
+}
+
+// config is a node's env file; change overrides variables. A change the
+// loader refuses returns nil.
+func (s *sim) config(h *host, priority int, change map[string]string) *config.Config {
+	sh := s.sh
+	addrs := make([]string, len(s.vips))
+	for i, v := range s.vips {
+		addrs[i] = v.String()
+	}
+	failOpen := sh.FailOpen && h.role == ours
+	if priority == 1 && failOpen {
+		priority = 2
+	}
+	vars := map[string]string{
+		"NOVAEDGE_CP_VIP_ADDRESS":         strings.Join(addrs, ","),
+		"NOVAEDGE_CP_VIP_PRIORITY":        strconv.Itoa(priority),
+		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": sh.Interval.String(),
+		"NOVAEDGE_CP_VIP_PREEMPT":         strconv.FormatBool(sh.Preempt),
+		"NOVAEDGE_CP_VIP_FAIL_OPEN":       strconv.FormatBool(failOpen),
+		"NOVAEDGE_CP_VIP_CONFLICT_CHECK":  strconv.FormatBool(sh.Check && h.role == ours),
+	}
+	for k, v := range change {
+		vars[k] = v
+	}
+	cfg, err := config.LoadMap(vars)
+	if err != nil {
+		if change == nil {
+			panic(fmt.Sprintf("the simulation's own configuration is invalid: %v", err))
+		}
+		return nil
+	}
+	return cfg
+}
+
+// target is the host a fault hits.
+func (s *sim) target(node int) *host {
+	if node >= 0 {
+		return s.group[node%len(s.group)]
+	}
+	for _, h := range s.group {
+		if h.holds(vip4.Addr()) {
+			return h
+		}
+	}
+	return s.group[0]
+}
+
+// apply carries out a fault.
+func (s *sim) apply(f fault) {
+	w := s.w
+	t := s.target(f.Node)
+	w.logf("%s   FAULT %s", t.name, f)
+	if end := w.now.Add(f.Dur); end.After(s.faultEnd) {
+		s.faultEnd = end
+	}
+	s.expect(f, t)
+	later := func(what string, do func()) { w.after(f.Dur, t.name+" "+what, do) }
+	switch f.What {
+	case fAPI:
+		if t.role != ours {
+			return
+		}
+		a := api(f.Arg)
+		t.setAPI(a, f.Dur)
+		if a == apiDraining {
+			w.after(f.Dur/2, t.name+" apiserver port closed", func() { t.setAPI(apiRefused, 0) })
+		}
+		later("apiserver healthy", func() { t.setAPI(apiHealthy, 0) })
+	case fKill, fStop:
+		if t.d == nil {
+			return
+		}
+		if f.What == fStop {
+			t.d.stop()
+		}
+		t.d = nil
+		later("start", func() {
+			if t.d == nil {
+				t.start()
+			}
+		})
+	case fFlap:
+		t.setLink(true, false)
+		later("carrier back", func() { t.setLink(true, true) })
+	case fRecreate:
+		t.setLink(false, false)
+		later("interface made again", func() { t.setLink(true, true) })
+	case fPartition:
+		s.seg.side[t], s.seg.faultAt = 1, w.now
+		later("partition healed", func() { s.seg.side[t], s.seg.faultAt = 0, w.now })
+	case fLoss:
+		s.seg.loss = float64(f.Arg) / 100
+		later("loss over", func() { s.seg.loss, s.seg.faultAt = 0, w.now })
+	case fStranger:
+		s.strangerHolds(true, f.Arg == 1)
+		later("stranger gone", func() { s.strangerHolds(false, false) })
+	case fMalformed:
+		s.malformed(w.now.Add(f.Dur))
+	case fWire:
+		if t.d != nil {
+			t.d.breakWires(f.Dur)
+		}
+	case fReload:
+		s.reload(t, f.Arg)
+	case fNeighFlush:
+		clear(t.neigh)
+	}
+}
+
+// stop is a SIGTERM: the instance resigns, the reconcile loop releases
+// every VIP (agent.Agent.Run's shutdown order).
+func (d *daemon) stop() {
+	d.core.Shutdown(d.h.s.w.now)
+	for _, v := range d.vips {
+		d.desired[v] = false
+	}
+	d.step()
+}
+
+// strangerHolds makes the stranger bind the VIPs, or remove them.
+func (s *sim) strangerHolds(on, announce bool) {
+	h := s.stranger
+	for _, v := range s.vips {
+		if on {
+			h.addrs.Add(v)
+			if announce {
+				s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: v.Addr()})
+			}
+		} else {
+			h.addrs.Del(v)
+		}
+	}
+	if on {
+		s.inv.strangerSince = s.w.now
+	} else {
+		s.inv.strangerSince = time.Time{}
+	}
+}
+
+// malformed sends a malformed frame carrying the VIP every 50 ms until end.
+func (s *sim) malformed(end time.Time) {
+	if !s.w.now.Before(end) {
+		return
+	}
+	s.seg.send(frame{kind: malformed, from: s.stranger, mac: s.stranger.mac, vip: vip4.Addr()})
+	s.w.after(50*time.Millisecond, "malformed frame", func() { s.malformed(end) })
+}
+
+// reload edits a node's env file and reloads it (cmd/novaedge-cpvip's
+// reloadOn: config.Reload, then the live values to their owners).
+func (s *sim) reload(h *host, variant int) {
+	if h.role != ours || h.d == nil {
+		return
+	}
+	d := h.d
+	change := map[string]string{}
+	switch variant {
+	case 0:
+		change["NOVAEDGE_CP_VIP_PRIORITY"] = strconv.Itoa(2 + s.w.rng.IntN(250))
+	case 1:
+		change["NOVAEDGE_CP_VIP_PREEMPT"] = strconv.FormatBool(!d.cfg.Preempt)
+	case 2:
+		change["NOVAEDGE_CP_VIP_PRIORITY"], change["NOVAEDGE_CP_VIP_FAIL_OPEN"] = "1", "false"
+	case 3:
+		change["NOVAEDGE_CP_VIP_PRIORITY"] = "not a number"
+	}
+	for _, f := range config.Fields() { // the file keeps what it had
+		if _, ok := change[f.Env]; !ok && f.Env != "NOVAEDGE_CP_VIP_ADDRESS" {
+			change[f.Env] = fmt.Sprint(f.Value(h.cfg))
+		}
+	}
+	next := s.config(h, h.cfg.Priority, change)
+	if next == nil {
+		s.w.logf("%s   reload refused: the file is invalid", h.name)
+		return
+	}
+	h.cfg = next // a restart starts with the file
+	merged, applied, restart, err := config.Reload(d.cfg, next)
+	if err != nil {
+		s.w.logf("%s   reload refused: %v", h.name, err)
+		return
+	}
+	s.w.logf("%s   reloaded applied=%v restart=%v", h.name, applied, restart)
+	prev := d.cfg
+	d.cfg = merged
+	if prev.Priority != merged.Priority && d.state == health.Healthy {
+		d.core.SetPriority(uint8(merged.Priority), "", s.w.now)
+	}
+	if prev.Preempt != merged.Preempt {
+		d.core.SetPreempt(merged.Preempt)
+	}
+	d.settle()
+}
+
+// holders are the hosts of the group whose kernel answers for vip; with
+// running, only those whose daemon runs.
+func (s *sim) holders(vip netip.Addr, running bool) []*host {
+	var out []*host
+	for _, h := range s.group {
+		if h.holds(vip) && (!running || h.d != nil) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// String describes the run's group.
+func (sh shape) String() string {
+	return fmt.Sprintf("%d nodes%s, advert %v, fail open %v, preempt %v, dual stack %v, conflict check %v, priorities %v, delay ≤ %v",
+		sh.Nodes, map[bool]string{true: " + a keepalived-like member"}[sh.Keepalived], sh.Interval, sh.FailOpen,
+		sh.Preempt, sh.DualStack, sh.Check, sh.Priorities, sh.Delay)
+}
+
+// ensure vrrp is used for the failover constants in invariants.go.
+var _ = vrrp.FailOpenPriority

@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"flag"
+	"hash/fnv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	seeds     = flag.Int("sim.seeds", 300, "schedules to run")
+	firstSeed = flag.Uint64("sim.first", 1, "the first seed")
+	budget    = flag.Duration("sim.budget", 0, "run schedules for this long instead of -sim.seeds")
+	oneSeed   = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
+)
+
+// TestSimulation runs seeded schedules and fails on the first invariant
+// broken, with the schedule shrunk and its trace.
+func TestSimulation(t *testing.T) {
+	if *oneSeed != 0 {
+		r := Run(*oneSeed, nil)
+		t.Logf("%d events, %v virtual", r.Events, r.Virtual)
+		if r.Failure != nil {
+			t.Fatal(Shrink(r).Report(300))
+		}
+		t.Log(r.trace.tail(100000))
+		return
+	}
+	start := time.Now()
+	var runs, events int
+	var virtual time.Duration
+	for seed := *firstSeed; ; seed++ {
+		if *budget > 0 && time.Since(start) > *budget || *budget == 0 && runs >= *seeds {
+			break
+		}
+		r := Run(seed, nil)
+		runs, events, virtual = runs+1, events+r.Events, virtual+r.Virtual
+		if r.Failure != nil {
+			t.Fatalf("%s\nreproduce: go test ./internal/sim -run TestSimulation -sim.seed %d", Shrink(r).Report(120), seed)
+		}
+	}
+	el := time.Since(start)
+	t.Logf("SIM %d schedules in %v: %.0f schedules/s, %.0f events/s, %.0fx real time (%v virtual)",
+		runs, el.Round(time.Millisecond), float64(runs)/el.Seconds(), float64(events)/el.Seconds(),
+		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second))
+}
+
+// TestDeterministic: a seed is its run, event for event.
+func TestDeterministic(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		a, b := Run(seed, nil), Run(seed, nil)
+		if ha, hb := hash(a), hash(b); ha != hb || a.Events != b.Events {
+			t.Fatalf("seed %d: two runs differ (%d and %d events)", seed, a.Events, b.Events)
+		}
+	}
+}
+
+func hash(r Result) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(strings.Join(r.trace.trace, "\n")))
+	return h.Sum64()
+}
