@@ -187,17 +187,23 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	events := watchInterface(ctx, ifname, elector.LinkChanged, log)
+	var guard *acd.Guard
+	onLink := func() {
+		elector.LinkChanged()
+		if guard != nil {
+			guard.LinkChanged()
+		}
+	}
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
 		Self: elector.Primary}
 	var ann *l2.Announcer
-	var guard *acd.Guard
 	if known != nil {
 		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)
 		known.SetGrew(guard.Rejudge)
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
 		opts.Guard = guard
 	}
+	events := watchInterface(ctx, ifname, onLink, log)
 	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
 		go guard.Run(ctx)

@@ -52,6 +52,12 @@ type Conflict struct {
 	MAC   net.HardwareAddr
 	Since time.Time // its first answer
 	Last  time.Time // its latest answer
+	// reported: logged and counted. A claim is reported once it matters —
+	// it keeps the VIP from this node — or a probe sent after its first
+	// answer was answered by it too: a member's answer judged a moment
+	// before its hardware address was known (a takeover seen by a backup
+	// whose neighbour table lacked the new master) is dropped unreported.
+	reported bool
 }
 
 // Guard judges whether another host answers for each VIP. Verdict and Conflicts may be
@@ -75,7 +81,7 @@ type Guard struct {
 	started   time.Time // when Run started; under mu
 	refreshed time.Time // the latest Identity refresh of a round; under mu
 
-	// Detected counts conflicts found (one per episode).
+	// Detected counts conflicts reported (one per episode).
 	Detected atomic.Uint64
 }
 
@@ -104,16 +110,24 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 	return g
 }
 
+// fresh says whether the latest probe was sent within the last probe
+// interval (and its answer wait): a probe that went unanswered long ago
+// says nothing of now — a probe missed while the link was down, say.
+func (s *vipState) fresh(now time.Time) bool {
+	return !s.probed.IsZero() && now.Sub(s.probed) <= ProbeEvery+AnswerWait
+}
+
 // Verdict records whether this node should hold vip (want) and returns the
 // check's verdict on it (bind.Decide makes the decision from it):
 //   - Claimed: another host answers for it (after one did, FreeAfter probes
 //     in a row must go unanswered before it is free);
-//   - Clear: no other host answers and the latest probe went unanswered —
-//     at a takeover, the one of the last second; or the VIP is not checked
+//   - Clear: no other host answers and the latest probe, sent within the
+//     last probe interval, went unanswered — at a takeover, the one of the
+//     last second (RFC 5227 section 2.1); or the VIP is not checked
 //     (unknown to the guard, or its wire has failed for uncheckedAfter: a
 //     claim it can no longer confirm is dropped, as a fault in the check
 //     must not keep the VIP down);
-//   - Unprobed: no answer known, but no probe has gone unanswered yet.
+//   - Unprobed: no answer known, but no probe has gone unanswered lately.
 func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -135,7 +149,10 @@ func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 		}
 	case s.claim != nil && !g.free(vip, s):
 		v = bind.Claimed
-	case s.quiet == 0:
+		if want {
+			g.report(s)
+		}
+	case s.quiet == 0 || !s.fresh(g.now()):
 		v = bind.Unprobed
 	}
 	s.denied = want && v != bind.Clear
@@ -160,8 +177,10 @@ func (g *Guard) free(vip netip.Addr, s *vipState) bool {
 	if s.quiet < FreeAfter {
 		return false
 	}
-	g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
-		"conflict_for", g.now().Sub(s.claim.Since).Round(time.Millisecond))
+	if s.claim.reported {
+		g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
+			"conflict_for", g.now().Sub(s.claim.Since).Round(time.Millisecond))
+	}
 	s.claim = nil
 	return true
 }
@@ -179,17 +198,13 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	}
 	now := g.now()
 	if s.claim == nil || !slices.Equal(s.claim.MAC, mac) {
-		if s.claim == nil {
-			g.Detected.Add(1)
-		}
-		action := "not binding it until it stops"
-		if s.want {
-			action = "releasing it until it stops"
-		}
-		g.log.Warn("Another host answers for the VIP", "address", vip, "mac", mac.String(), "action", action,
-			"remedy", "find the host with this MAC (ip neigh, the switch's tables) and remove the address from it")
 		s.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
 		g.kick()
+	} else if s.probed.After(s.claim.Since) {
+		g.report(s) // it answered a probe sent after its first answer
+	}
+	if s.want {
+		g.report(s)
 	}
 	s.claim.Last = now
 	s.quiet = 0
@@ -198,6 +213,22 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	if want {
 		g.changed()
 	}
+}
+
+// report logs and counts s's claim, once; under mu.
+func (g *Guard) report(s *vipState) {
+	c := s.claim
+	if c.reported {
+		return
+	}
+	c.reported = true
+	g.Detected.Add(1)
+	action := "not binding it until it stops"
+	if s.want {
+		action = "releasing it until it stops"
+	}
+	g.log.Warn("Another host answers for the VIP", "address", c.VIP, "mac", c.MAC.String(), "action", action,
+		"remedy", "find the host with this MAC (ip neigh, the switch's tables) and remove the address from it")
 }
 
 // settling says whether Run started less than Settle ago (or not yet).
@@ -225,7 +256,9 @@ func (g *Guard) forgetMembers() {
 		g.mu.Lock()
 		for vip, s := range g.vips {
 			if s.claim != nil && slices.Equal(s.claim.MAC, mac) {
-				g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", mac.String())
+				if s.claim.reported {
+					g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", mac.String())
+				}
 				s.claim = nil
 			}
 		}
@@ -233,18 +266,30 @@ func (g *Guard) forgetMembers() {
 	}
 }
 
-// Conflicts returns the outstanding conflicts.
+// Conflicts returns the outstanding conflicts that were reported.
 func (g *Guard) Conflicts() []Conflict {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []Conflict
 	for _, s := range g.vips {
-		if s.claim != nil {
+		if s.claim != nil && s.claim.reported {
 			out = append(out, *s.claim)
 		}
 	}
 	slices.SortFunc(out, func(a, b Conflict) int { return a.VIP.Compare(b.VIP) })
 	return out
+}
+
+// LinkChanged says the interface changed (carrier back, made again): every
+// VIP is probed at once, as RFC 5227 section 2.1 asks of a host whose link
+// changed, instead of at its next turn.
+func (g *Guard) LinkChanged() {
+	g.mu.Lock()
+	for _, s := range g.vips {
+		s.tried = time.Time{}
+	}
+	g.mu.Unlock()
+	g.kick()
 }
 
 // Rejudge makes the guard judge its claims again soon: a hardware address

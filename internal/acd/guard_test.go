@@ -230,3 +230,35 @@ func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", uncheckedAfter, v, h.g.Conflicts())
 	}
 }
+
+// TestStaleProbeIsNoVerdict: a VIP is bound only on a probe of the last
+// interval. One missed while the link was down leaves the check Unprobed
+// until the link comes back and a probe goes out at once (RFC 5227
+// section 2.1); a silent host that took the VIP meanwhile answers it. The
+// simulation found it (seed 31): a master whose carrier flapped bound the
+// VIP on a probe 1.07 s old, past a host that had taken it.
+func TestStaleProbeIsNoVerdict(t *testing.T) {
+	h := newHarness()
+	h.advance(0)
+	h.advance(AnswerWait)
+	if v := h.g.Verdict(vip, true); v != bind.Clear {
+		t.Fatalf("after an unanswered probe: %v, want clear", v)
+	}
+	h.g.Attach(vip, &failingWire{}) // the link goes down
+	h.advance(ProbeEvery)
+	h.advance(AnswerWait + time.Millisecond)
+	if v := h.g.Verdict(vip, true); v != bind.Unprobed {
+		t.Fatalf("the latest probe %v old: %v, want unprobed", ProbeEvery+AnswerWait, v)
+	}
+	h.g.Attach(vip, h.w) // the link is back
+	n := h.w.count()
+	h.g.LinkChanged()
+	h.advance(0)
+	if h.w.count() != n+1 {
+		t.Fatal("a link that changed must be probed at once")
+	}
+	h.advance(AnswerWait)
+	if v := h.g.Verdict(vip, true); v != bind.Clear {
+		t.Fatalf("after the new probe went unanswered: %v, want clear", v)
+	}
+}

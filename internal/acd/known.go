@@ -106,8 +106,9 @@ func (k *Known) isMember(a netip.Addr) bool {
 }
 
 // Heard records an advertisement of our group from src: src is a member.
-// One not known before whose hardware address the table lacks is resolved
-// at once, so that its answer for the VIP, which follows its advertisement
+// One whose hardware address the table lacks is resolved at once (every
+// advertisement until it is: an entry the kernel flushed, a resolution
+// lost), so that its answer for the VIP, which follows its advertisement
 // when it becomes master, is known as ours.
 func (k *Known) Heard(src netip.Addr) {
 	src = src.WithZone("")
@@ -122,7 +123,7 @@ func (k *Known) Heard(src netip.Addr) {
 	grew := !known && k.rebuild()
 	k.mu.Unlock()
 	k.after(grew)
-	if !known && !resolved && k.resolve != nil {
+	if !resolved && k.resolve != nil {
 		k.resolve(src)
 	}
 }

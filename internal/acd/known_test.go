@@ -95,7 +95,12 @@ func TestHeardMembersStay(t *testing.T) {
 	}
 	k.Heard(netip.MustParseAddr("192.0.2.20"))
 	if len(r.resolved) != 40 {
-		t.Fatal("a member heard again is not resolved again")
+		t.Fatal("a member heard again with an entry is not resolved again")
+	}
+	k.Heard(netip.MustParseAddr("192.0.2.200"))
+	k.Heard(netip.MustParseAddr("192.0.2.200"))
+	if len(r.resolved) != 42 {
+		t.Fatalf("resolved %d, want 42: a member without an entry is resolved at each advertisement until it has one", len(r.resolved))
 	}
 }
 
@@ -166,5 +171,32 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	h.advance(0)
 	if v := h.g.Verdict(vip, true); v == bind.Claimed || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after the member's entry: %v, conflicts %v; want no claim", v, fmt.Sprint(h.g.Conflicts()))
+	}
+}
+
+// TestBackupSeesAMemberBeforeItsEntry: a backup that sees a new master's
+// announcement before the master's MAC is known reports nothing, and drops
+// the claim when the MAC arrives; a claim confirmed by a later probe's
+// answer is reported.
+func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
+	h := newHarness()
+	k, _ := newKnown()
+	h.g.id = k
+	h.g.Verdict(vip, false) // a backup
+	h.g.Observe(vip, member)
+	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+		t.Fatalf("reported %v before it mattered", h.g.Conflicts())
+	}
+	k.Heard(peerA)
+	k.Neigh(peerA, member)
+	h.advance(0)
+	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+		t.Fatalf("a member's claim: %v, detected %d", h.g.Conflicts(), h.g.Detected.Load())
+	}
+	h.g.Observe(vip, foreign)
+	h.advance(ProbeEvery)     // a probe goes out
+	h.g.Observe(vip, foreign) // and is answered
+	if len(h.g.Conflicts()) != 1 || h.g.Detected.Load() != 1 {
+		t.Fatalf("a stranger that answered our probe: %v, detected %d; want it reported", h.g.Conflicts(), h.g.Detected.Load())
 	}
 }

@@ -71,7 +71,7 @@ func (g *Guard) Round() time.Time {
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
-		if !s.nextProbe().After(now) {
+		if !s.nextProbe(now).After(now) {
 			due = append(due, vip)
 		}
 	}
@@ -105,7 +105,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	}
 	for _, s := range g.vips {
 		g.settle(s)
-		soonest(s.nextProbe())
+		soonest(s.nextProbe(now))
 		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
 			if end := s.probed.Add(AnswerWait); end.After(now) {
 				soonest(end)
@@ -119,11 +119,13 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 
 // nextProbe is when s is probed next: every ProbeEvery, holder or not (a
 // host that binds the VIP while we hold it and stays silent answers our
-// probe); every BlockedEvery while another host keeps it from us.
-// Counted from the latest attempt: a wire that is closed or failing is
-// tried again on the same schedule, not at once.
-func (s *vipState) nextProbe() time.Time {
-	if s.want && s.claim != nil {
+// probe); every BlockedEvery while this node should hold it and the check
+// cannot say it is free: another host keeps it from us, or no probe went
+// out lately (one missed while the link was down). Counted from the latest
+// attempt: a wire that is closed or failing is tried again on the same
+// schedule, not at once.
+func (s *vipState) nextProbe(now time.Time) time.Time {
+	if s.want && (s.claim != nil || !s.fresh(now)) {
 		return s.tried.Add(BlockedEvery)
 	}
 	return s.tried.Add(ProbeEvery)

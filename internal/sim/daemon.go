@@ -265,12 +265,15 @@ func (d *daemon) refresh() {
 // it now, the reconcile loop steps, the identity learns the new MAC.
 func (d *daemon) linkChanged() {
 	h := d.h
-	if d.known != nil && h.iface {
+	if d.known != nil && h.iface && !h.s.w.now.Before(h.netlinkDown) {
 		d.known.SetLink(h.index, h.mac)
 	}
 	if h.linked() {
 		d.linkUp = true
 		d.poke("link up")
+	}
+	if d.guard != nil {
+		d.guard.LinkChanged()
 	}
 	if d.guard != nil && h.iface && h.index != d.index {
 		d.attachWires()
@@ -376,7 +379,19 @@ func (o output) Send(priority uint8) {
 	d := o.d
 	adv := vrrp.Advertisement{VRID: uint8(d.cfg.VRID), Priority: priority, Interval: vrrp.Centiseconds(d.cfg.AdvertInterval),
 		Addresses: []netip.Addr{d.vips[0].Addr()}}
-	d.h.s.seg.send(frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: adv})
+	f := frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: adv}
+	if len(d.cfg.Peers) == 0 {
+		d.h.s.seg.send(f)
+		return
+	}
+	for _, p := range d.cfg.PeersOf(false) { // unicast: one to each peer
+		for _, o := range d.h.s.group {
+			if o.ip == p {
+				f.to = o
+				d.h.s.seg.send(f)
+			}
+		}
+	}
 }
 
 func (o output) Decide(hold bool) {

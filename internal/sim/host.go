@@ -57,6 +57,9 @@ type host struct {
 	api     api
 	slowBy  time.Duration
 	cfg     *config.Config // what the daemon starts with: the env file
+	// netlinkDown: until when the identity's netlink subscription fails
+	// (acd.WatchKernel): the kernel's table changes do not reach it.
+	netlinkDown time.Time
 	d       *daemon        // nil: no daemon runs
 }
 
@@ -107,12 +110,26 @@ func (h *host) learn(ip netip.Addr, mac net.HardwareAddr) {
 		return
 	}
 	h.neigh[ip] = slices.Clone(mac)
-	if d := h.d; d != nil {
+	if d := h.d; d != nil && !h.s.w.now.Before(h.netlinkDown) {
 		h.s.w.after(netlinkDelay, "netlink neigh", func() {
 			if h.d == d && d.known != nil {
 				d.known.Neigh(ip, mac)
 			}
 		})
+	}
+}
+
+// dump is WatchKernel subscribing again: the links and the neighbour
+// table as they are now.
+func (h *host) dump() {
+	if d := h.d; d != nil && d.known != nil {
+		if h.iface {
+			d.known.SetLink(h.index, h.mac)
+		}
+		for ip, mac := range sortedNeigh(h.neigh) {
+			d.known.Neigh(ip, mac)
+		}
+		d.settle()
 	}
 }
 

@@ -29,9 +29,13 @@ type bounds struct {
 	// candidate: the longest a healthy node with carrier may stay out of
 	// the election: the instance's interface check runs every second.
 	candidate time.Duration
+	// settled: how long after a fault the group is settled again when
+	// nothing else happened: two master-down intervals and a probe.
+	settled time.Duration
 	// flapGap: the longest a carrier flap of the holder too short for any
 	// backup to take over may leave the VIP on no node, after the flap:
-	// netlink's news, the reconcile step.
+	// netlink's news, a probe and its answer wait (RFC 5227: a link that
+	// changed is probed again), the reconcile step.
 	flapGap time.Duration
 }
 
@@ -43,7 +47,8 @@ func newBounds(sh shape) bounds {
 		stranger:   i*3/2 + acd.ProbeEvery + acd.AnswerWait + 4*d + 100*time.Millisecond,
 		quiet:      2*masterDown + 3*time.Second + 3*time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
 		candidate:  refreshEvery + 100*time.Millisecond,
-		flapGap:    netlinkDelay + 20*time.Millisecond + 2*d,
+		settled:    2*masterDown + acd.ProbeEvery + time.Second,
+		flapGap:    netlinkDelay + acd.AnswerWait + 20*time.Millisecond + 2*d,
 	}
 }
 
@@ -52,6 +57,7 @@ type state struct {
 	twoSince      time.Time // since when two running nodes hold the VIP
 	strangerSince time.Time // since when the stranger answers for the VIPs
 	expects       []expectation
+	expected      int // expectations registered
 }
 
 func newState() state { return state{} }
@@ -193,6 +199,8 @@ func (s *sim) expect(f fault, t *host) {
 		return
 	}
 	start := s.w.now
+	n := len(s.inv.expects)
+	defer func() { s.inv.expected += len(s.inv.expects) - n }()
 	switch {
 	case f.What == fFlap && f.Dur < 2*i-50*time.Millisecond && s.alone(f, f.Dur+3*i):
 		end := start.Add(f.Dur)
@@ -204,17 +212,15 @@ func (s *sim) expect(f fault, t *host) {
 	}
 }
 
-// alone says whether no other fault is active around f: none ending within
-// the quiet bound before it, none starting within after it.
+// alone says whether f comes to a settled group and nothing else happens
+// within after it: the faults before it ended two master-down intervals
+// and a probe ago (settled), no other starts or lasts into the window.
 func (s *sim) alone(f fault, after time.Duration) bool {
-	if s.w.now.Sub(epoch) < s.bounds.quiet {
+	if s.w.now.Sub(s.faultEnd) < s.bounds.settled {
 		return false
 	}
 	for _, g := range s.sh.Faults {
-		if g == f {
-			continue
-		}
-		if g.At <= f.At+after && g.end() >= f.At-s.bounds.quiet {
+		if g != f && g.At <= f.At+after && g.end() >= f.At-s.bounds.settled {
 			return false
 		}
 	}

@@ -21,11 +21,12 @@ const (
 	fWire                  // the node's conflict-check wires fail for Dur
 	fReload                // a reload: Arg 0 a new priority, 1 preempt toggled, 2 priority 1 beside a running fail open, 3 a file that does not parse
 	fNeighFlush            // the node's neighbour table flushed
+	fNetlink               // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
 	numWhat
 )
 
 var whatNames = [...]string{"apiserver", "kill", "stop", "carrier-flap", "recreate-interface", "partition", "loss",
-	"stranger", "malformed-frames", "conflict-wire-fails", "reload", "neighbour-flush"}
+	"stranger", "malformed-frames", "conflict-wire-fails", "reload", "neighbour-flush", "netlink-fails"}
 
 func (w what) String() string { return whatNames[w] }
 
@@ -70,6 +71,7 @@ type shape struct {
 	FailOpen   bool
 	Preempt    bool
 	DualStack  bool
+	Unicast    bool // unicast peers (NOVAEDGE_CP_VIP_PEERS) instead of multicast
 	Check      bool // the conflict check
 	Priorities []int
 	Delay      time.Duration // the segment's most delay
@@ -80,7 +82,7 @@ type shape struct {
 // draw makes a shape and a schedule from the world's randomness.
 func draw(w *world) shape {
 	sh := shape{Nodes: 2 + w.rng.IntN(3), Keepalived: w.chance(0.2), Interval: time.Second,
-		FailOpen: w.chance(0.7), Preempt: w.chance(0.3), DualStack: w.chance(0.3), Check: w.chance(0.85),
+		FailOpen: w.chance(0.7), Preempt: w.chance(0.3), DualStack: w.chance(0.3), Unicast: w.chance(0.3), Check: w.chance(0.85),
 		Delay: []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}[w.rng.IntN(3)],
 		Length: 30*time.Second + w.between(0, 60*time.Second)}
 	if w.chance(0.3) {
@@ -97,7 +99,15 @@ func draw(w *world) shape {
 		}
 		sh.Priorities = append(sh.Priorities, p)
 	}
-	for at := w.between(2*time.Second, 6*time.Second); at < sh.Length; at += w.between(300*time.Millisecond, 8*time.Second) {
+	// Dense schedules pile faults onto each other; sparse ones leave the
+	// group settled between faults, where what a fault alone promises is
+	// checked (expect).
+	lo, hi := 300*time.Millisecond, 8*time.Second
+	if w.chance(0.4) {
+		lo, hi = 6*time.Second, 15*time.Second
+		sh.Length += 60 * time.Second
+	}
+	for at := w.between(2*time.Second, 6*time.Second); at < sh.Length; at += w.between(lo, hi) {
 		sh.Faults = append(sh.Faults, drawFault(w, sh, at, n))
 	}
 	return sh

@@ -59,6 +59,14 @@ func (s *segment) send(f frame) {
 	if !f.from.linked() {
 		return
 	}
+	if d := f.from.d; d != nil && f.kind == claim && f.to == nil {
+		// A packet socket sees the host's own outgoing frames.
+		s.w.after(0, "own frame", func() {
+			if f.from.d == d {
+				d.receive(f)
+			}
+		})
+	}
 	for _, h := range s.hosts {
 		if h == f.from || (f.to != nil && h != f.to) {
 			continue
@@ -76,6 +84,9 @@ func (s *segment) send(f frame) {
 			s.w.after(s.w.between(minDelay, max(minDelay, s.delay)), "deliver "+f.kind.String(), func() {
 				if !h.linked() {
 					return // lost on a link without carrier
+				}
+				if f.kind == probe || f.kind == claim {
+					s.w.logf("%s   <- %s %s from %s", h.name, f.kind, f.vip, f.from.name)
 				}
 				h.receive(f)
 			})

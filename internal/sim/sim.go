@@ -40,6 +40,9 @@ type Result struct {
 	Failure *Failure
 	Events  int
 	Virtual time.Duration
+	// Expected counts the promises of faults alone in their window that
+	// were checked (expect).
+	Expected int
 	shape   shape
 	trace   *world
 }
@@ -71,7 +74,7 @@ func Run(seed uint64, faults []fault) Result {
 	}
 	end := epoch.Add(sh.Length + s.bounds.quiet + 5*time.Second)
 	err := s.w.runUntil(end, s.check)
-	r := Result{Seed: seed, Events: s.w.events, Virtual: s.w.now.Sub(epoch), shape: sh, trace: s.w}
+	r := Result{Seed: seed, Events: s.w.events, Virtual: s.w.now.Sub(epoch), Expected: s.inv.expected, shape: sh, trace: s.w}
 	if err != nil {
 		r.Failure = err.(*Failure)
 	}
@@ -94,8 +97,10 @@ func newSim(seed uint64, sh shape) *sim {
 		if i >= sh.Nodes {
 			h.role, h.name = keepalived, fmt.Sprintf("k%d", i)
 		}
-		h.cfg = s.config(h, sh.Priorities[i], nil)
 		s.group = append(s.group, h)
+	}
+	for i, h := range s.group { // once every host exists: the peers
+		h.cfg = s.config(h, sh.Priorities[i], nil)
 	}
 	for _, h := range s.group { // what the nodes' neighbour tables hold at start
 		for _, o := range s.group {
@@ -141,6 +146,18 @@ func (s *sim) config(h *host, priority int, change map[string]string) *config.Co
 		"NOVAEDGE_CP_VIP_FAIL_OPEN":       strconv.FormatBool(failOpen),
 		"NOVAEDGE_CP_VIP_CONFLICT_CHECK":  strconv.FormatBool(sh.Check && h.role == ours),
 	}
+	if sh.Unicast {
+		var peers []string
+		for _, o := range s.group {
+			if o != h {
+				peers = append(peers, o.ip.String())
+				if sh.DualStack {
+					peers = append(peers, o.ip6.String())
+				}
+			}
+		}
+		vars["NOVAEDGE_CP_VIP_PEERS"] = strings.Join(peers, ",")
+	}
 	for k, v := range change {
 		vars[k] = v
 	}
@@ -172,10 +189,10 @@ func (s *sim) apply(f fault) {
 	w := s.w
 	t := s.target(f.Node)
 	w.logf("%s   FAULT %s", t.name, f)
+	s.expect(f, t)
 	if end := w.now.Add(f.Dur); end.After(s.faultEnd) {
 		s.faultEnd = end
 	}
-	s.expect(f, t)
 	later := func(what string, do func()) { w.after(f.Dur, t.name+" "+what, do) }
 	switch f.What {
 	case fAPI:
@@ -226,6 +243,9 @@ func (s *sim) apply(f fault) {
 		s.reload(t, f.Arg)
 	case fNeighFlush:
 		clear(t.neigh)
+	case fNetlink:
+		t.netlinkDown = w.now.Add(f.Dur)
+		later("netlink subscribed again", t.dump)
 	}
 }
 
@@ -328,9 +348,9 @@ func (s *sim) holders(vip netip.Addr, running bool) []*host {
 
 // String describes the run's group.
 func (sh shape) String() string {
-	return fmt.Sprintf("%d nodes%s, advert %v, fail open %v, preempt %v, dual stack %v, conflict check %v, priorities %v, delay ≤ %v",
+	return fmt.Sprintf("%d nodes%s, advert %v, fail open %v, preempt %v, dual stack %v, unicast %v, conflict check %v, priorities %v, delay ≤ %v",
 		sh.Nodes, map[bool]string{true: " + a keepalived-like member"}[sh.Keepalived], sh.Interval, sh.FailOpen,
-		sh.Preempt, sh.DualStack, sh.Check, sh.Priorities, sh.Delay)
+		sh.Preempt, sh.DualStack, sh.Unicast, sh.Check, sh.Priorities, sh.Delay)
 }
 
 // ensure vrrp is used for the failover constants in invariants.go.

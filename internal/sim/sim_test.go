@@ -28,22 +28,22 @@ func TestSimulation(t *testing.T) {
 		return
 	}
 	start := time.Now()
-	var runs, events int
+	var runs, events, expected int
 	var virtual time.Duration
 	for seed := *firstSeed; ; seed++ {
 		if *budget > 0 && time.Since(start) > *budget || *budget == 0 && runs >= *seeds {
 			break
 		}
 		r := Run(seed, nil)
-		runs, events, virtual = runs+1, events+r.Events, virtual+r.Virtual
+		runs, events, virtual, expected = runs+1, events+r.Events, virtual+r.Virtual, expected+r.Expected
 		if r.Failure != nil {
 			t.Fatalf("%s\nreproduce: go test ./internal/sim -run TestSimulation -sim.seed %d", Shrink(r).Report(120), seed)
 		}
 	}
 	el := time.Since(start)
-	t.Logf("SIM %d schedules in %v: %.0f schedules/s, %.0f events/s, %.0fx real time (%v virtual)",
+	t.Logf("SIM %d schedules in %v: %.0f schedules/s, %.0f events/s, %.0fx real time (%v virtual), %d promises of a fault alone checked",
 		runs, el.Round(time.Millisecond), float64(runs)/el.Seconds(), float64(events)/el.Seconds(),
-		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second))
+		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second), expected)
 }
 
 // TestDeterministic: a seed is its run, event for event.

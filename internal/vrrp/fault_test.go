@@ -1,6 +1,8 @@
 package vrrp
 
 import (
+	"io"
+	"log/slog"
 	"net/netip"
 	"testing"
 	"time"
@@ -184,3 +186,31 @@ func TestResumedNodeRejoinsAfterAFault(t *testing.T) {
 		t.Fatalf("alone after the master down interval: %v, want master", m.State())
 	}
 }
+
+// TestResumeDuringAFaultIsACandidate: a daemon restarted with its VIP bound
+// whose carrier is lost before the first health verdict is a candidate
+// once the verdict is healthy, and rejoins when the carrier is back. The
+// simulation found it (seed 183): it stayed in Initialize for good.
+func TestResumeDuringAFaultIsACandidate(t *testing.T) {
+	var out recordOutput
+	c := NewCore(resumeConfig(100*time.Millisecond), &out, discard)
+	c.Start(t0)
+	c.Carrier(false, t0.Add(time.Millisecond))
+	c.SetPriority(100, "", t0.Add(5*time.Millisecond))
+	c.Carrier(true, t0.Add(3*time.Second))
+	if c.State() != Backup {
+		t.Fatalf("carrier back after a resume in fault: %v, want backup", c.State())
+	}
+}
+
+// recordOutput records a Core's requests.
+type recordOutput struct {
+	sent    []uint8
+	decided []bool
+}
+
+func (o *recordOutput) Send(p uint8)                              { o.sent = append(o.sent, p) }
+func (o *recordOutput) Decide(hold bool)                          { o.decided = append(o.decided, hold) }
+func (o *recordOutput) Changed(_, _ State, _ string, _ time.Time) {}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

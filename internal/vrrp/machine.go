@@ -260,10 +260,10 @@ func (m *Machine) Shutdown(_ time.Time, reason string) []Action {
 // now on, as after SetCandidate(true): a later Fault ends as for any
 // candidate (issue 32 finding 1: it ended in Initialize for good).
 func (m *Machine) Resume(now time.Time) []Action {
+	m.candidate = true // in Fault too: carrier back starts it (a carrier lost before the first verdict)
 	if m.state != Initialize {
 		return nil
 	}
-	m.candidate = true
 	return m.becomeMaster(now, "resumed: the VIP was bound at start and the apiserver is healthy")
 }
 
