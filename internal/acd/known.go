@@ -28,7 +28,7 @@ type Known struct {
 	peers map[netip.Addr]bool   // configured unicast peers: members for good
 	heard map[netip.Addr]uint64 // members heard advertising -> when, as a sequence number
 	seq   uint64
-	ours  map[string]bool       // derived: the hardware addresses of the interfaces and the members
+	ours  map[string]bool // derived: the hardware addresses of the interfaces and the members
 }
 
 // NewKnown returns the identity of a node whose group has the unicast

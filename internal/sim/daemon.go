@@ -35,12 +35,12 @@ type daemon struct {
 	state   health.State
 	// healthySince: when state last became Healthy.
 	healthySince time.Time
-	seen    bool // healthy at least once since start (fail open)
-	guard   *acd.Guard
-	known   *acd.Known
-	rec     *reconcile.Reconciler
-	vips    []netip.Prefix
-	index   int // the interface the instance's socket is on
+	seen         bool // healthy at least once since start (fail open)
+	guard        *acd.Guard
+	known        *acd.Known
+	rec          *reconcile.Reconciler
+	vips         []netip.Prefix
+	index        int // the interface the instance's socket is on
 
 	desired map[netip.Prefix]bool
 	again   map[netip.Prefix]bool

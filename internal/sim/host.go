@@ -52,15 +52,15 @@ type host struct {
 	carrier bool
 	// linkedSince: when the interface last came to exist with carrier.
 	linkedSince time.Time
-	addrs   *reconciletest.Addrs
-	neigh   map[netip.Addr]net.HardwareAddr
-	api     api
-	slowBy  time.Duration
-	cfg     *config.Config // what the daemon starts with: the env file
+	addrs       *reconciletest.Addrs
+	neigh       map[netip.Addr]net.HardwareAddr
+	api         api
+	slowBy      time.Duration
+	cfg         *config.Config // what the daemon starts with: the env file
 	// netlinkDown: until when the identity's netlink subscription fails
 	// (acd.WatchKernel): the kernel's table changes do not reach it.
 	netlinkDown time.Time
-	d       *daemon        // nil: no daemon runs
+	d           *daemon // nil: no daemon runs
 }
 
 func (h *host) linked() bool { return h.iface && h.carrier }

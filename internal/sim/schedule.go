@@ -9,19 +9,19 @@ import (
 type what int
 
 const (
-	fAPI       what = iota // the apiserver turns Arg (api) for Dur (draining: then refused), then healthy
-	fKill                  // our daemon SIGKILLed (addresses kept), started again after Dur
-	fStop                  // our daemon stopped (SIGTERM: resigns, releases), started again after Dur
-	fFlap                  // carrier lost for Dur
-	fRecreate              // the interface deleted, made again after Dur (a new MAC)
-	fPartition             // the node cut off from the others for Dur
-	fLoss                  // Arg % of frames lost for Dur
-	fStranger              // a host outside the group answers for the VIP for Dur; Arg 1: it announces it
-	fMalformed             // malformed frames carrying the VIP for Dur
-	fWire                  // the node's conflict-check wires fail for Dur
-	fReload                // a reload: Arg 0 a new priority, 1 preempt toggled, 2 priority 1 beside a running fail open, 3 a file that does not parse
-	fNeighFlush            // the node's neighbour table flushed
-	fNetlink               // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
+	fAPI        what = iota // the apiserver turns Arg (api) for Dur (draining: then refused), then healthy
+	fKill                   // our daemon SIGKILLed (addresses kept), started again after Dur
+	fStop                   // our daemon stopped (SIGTERM: resigns, releases), started again after Dur
+	fFlap                   // carrier lost for Dur
+	fRecreate               // the interface deleted, made again after Dur (a new MAC)
+	fPartition              // the node cut off from the others for Dur
+	fLoss                   // Arg % of frames lost for Dur
+	fStranger               // a host outside the group answers for the VIP for Dur; Arg 1: it announces it
+	fMalformed              // malformed frames carrying the VIP for Dur
+	fWire                   // the node's conflict-check wires fail for Dur
+	fReload                 // a reload: Arg 0 a new priority, 1 preempt toggled, 2 priority 1 beside a running fail open, 3 a file that does not parse
+	fNeighFlush             // the node's neighbour table flushed
+	fNetlink                // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
 	numWhat
 )
 
@@ -83,7 +83,7 @@ type shape struct {
 func draw(w *world) shape {
 	sh := shape{Nodes: 2 + w.rng.IntN(3), Keepalived: w.chance(0.2), Interval: time.Second,
 		FailOpen: w.chance(0.7), Preempt: w.chance(0.3), DualStack: w.chance(0.3), Unicast: w.chance(0.3), Check: w.chance(0.85),
-		Delay: []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}[w.rng.IntN(3)],
+		Delay:  []time.Duration{time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}[w.rng.IntN(3)],
 		Length: 30*time.Second + w.between(0, 60*time.Second)}
 	if w.chance(0.3) {
 		sh.Interval = 100 * time.Millisecond

@@ -43,8 +43,8 @@ type Result struct {
 	// Expected counts the promises of faults alone in their window that
 	// were checked (expect).
 	Expected int
-	shape   shape
-	trace   *world
+	shape    shape
+	trace    *world
 }
 
 // Failure is an invariant that did not hold.
