@@ -206,10 +206,28 @@ func (s *sim) expect(f fault, t *host) {
 		end := start.Add(f.Dur)
 		s.inv.expects = append(s.inv.expects, expectation{"a carrier flap costs the flap, not a master-down interval",
 			end.Add(s.bounds.flapGap), end.Add(3 * i), holds})
+	case harmless(f) && s.alone(f, f.Dur+3*i):
+		stays := func() bool { return t.holds(vip4.Addr()) }
+		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",
+			start, start.Add(f.Dur + 3*i), stays})
 	case f.What == fKill && f.Dur <= i && s.alone(f, f.Dur+3*i):
 		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon whose apiserver stayed healthy leaves no gap",
 			start, start.Add(f.Dur + 3*i), holds})
 	}
+}
+
+// harmless says whether f takes nothing from a holder's ability to serve:
+// frames that do not parse, its neighbour table flushed, its netlink
+// subscription failing, a reload of its own that changes no priority, a
+// failing conflict-check wire (a fault in the check never moves the VIP).
+func harmless(f fault) bool {
+	switch f.What {
+	case fMalformed, fNeighFlush, fNetlink, fWire:
+		return true
+	case fReload:
+		return f.Arg != 0
+	}
+	return false
 }
 
 // alone says whether f comes to a settled group and nothing else happens

@@ -50,6 +50,9 @@ type segment struct {
 	// partitioned: invariants about what a whole segment guarantees count
 	// from it.
 	faultAt time.Time
+	// last is when the latest frame from one host to another arrives:
+	// frames on one path keep their order.
+	last map[[2]*host]time.Time
 }
 
 const minDelay = 100 * time.Microsecond
@@ -81,12 +84,18 @@ func (s *segment) send(f frame) {
 		}
 		for range copies {
 			h := h
-			s.w.after(s.w.between(minDelay, max(minDelay, s.delay)), "deliver "+f.kind.String(), func() {
+			at := s.w.now.Add(s.w.between(minDelay, max(minDelay, s.delay)))
+			if s.last == nil {
+				s.last = map[[2]*host]time.Time{}
+			}
+			path := [2]*host{f.from, h}
+			if prev := s.last[path]; at.Before(prev) {
+				at = prev
+			}
+			s.last[path] = at
+			s.w.at(at, "deliver "+f.kind.String(), func() {
 				if !h.linked() {
 					return // lost on a link without carrier
-				}
-				if f.kind == probe || f.kind == claim {
-					s.w.logf("%s   <- %s %s from %s", h.name, f.kind, f.vip, f.from.name)
 				}
 				h.receive(f)
 			})

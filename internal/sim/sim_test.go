@@ -2,6 +2,8 @@ package sim
 
 import (
 	"flag"
+	"maps"
+	"slices"
 	"hash/fnv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ var (
 	firstSeed = flag.Uint64("sim.first", 1, "the first seed")
 	budget    = flag.Duration("sim.budget", 0, "run schedules for this long instead of -sim.seeds")
 	oneSeed   = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
+	collect   = flag.Bool("sim.collect", false, "run every schedule and list the invariants broken, with their seeds, instead of stopping at the first")
 )
 
 // TestSimulation runs seeded schedules and fails on the first invariant
@@ -29,6 +32,7 @@ func TestSimulation(t *testing.T) {
 	}
 	start := time.Now()
 	var runs, events, expected int
+	broken := map[string][]uint64{}
 	var virtual time.Duration
 	for seed := *firstSeed; ; seed++ {
 		if *budget > 0 && time.Since(start) > *budget || *budget == 0 && runs >= *seeds {
@@ -36,9 +40,18 @@ func TestSimulation(t *testing.T) {
 		}
 		r := Run(seed, nil)
 		runs, events, virtual, expected = runs+1, events+r.Events, virtual+r.Virtual, expected+r.Expected
+		if r.Failure != nil && *collect {
+			broken[r.Failure.Invariant] = append(broken[r.Failure.Invariant], seed)
+			continue
+		}
 		if r.Failure != nil {
 			t.Fatalf("%s\nreproduce: go test ./internal/sim -run TestSimulation -sim.seed %d", Shrink(r).Report(120), seed)
 		}
+	}
+	for _, inv := range slices.Sorted(maps.Keys(broken)) {
+		seeds := broken[inv]
+		t.Errorf("BROKEN %q in %d of %d schedules, seeds %v\n%s", inv, len(seeds), runs, seeds[:min(len(seeds), 10)],
+			Shrink(Run(seeds[0], nil)).Report(40))
 	}
 	el := time.Since(start)
 	t.Logf("SIM %d schedules in %v: %.0f schedules/s, %.0f events/s, %.0fx real time (%v virtual), %d promises of a fault alone checked",
