@@ -231,28 +231,23 @@ func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 	}
 }
 
-// TestStaleProbeIsNoVerdict: a VIP is bound only on a probe of the last
-// interval. One missed while the link was down leaves the check Unprobed
-// until the link comes back and a probe goes out at once (RFC 5227
-// section 2.1); a silent host that took the VIP meanwhile answers it. The
-// simulation found it (seed 31): a master whose carrier flapped bound the
-// VIP on a probe 1.07 s old, past a host that had taken it.
-func TestStaleProbeIsNoVerdict(t *testing.T) {
+// TestLinkChangeVoidsEarlierProbes: a VIP is bound again after a link
+// change only once a probe on the link as it is now went unanswered (RFC
+// 5227 section 2.1): a silent host that took the VIP while our link was
+// down answers it. The simulation found it (seed 31): a master whose
+// carrier flapped bound the VIP on a probe from before the flap.
+func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 	h := newHarness()
 	h.advance(0)
 	h.advance(AnswerWait)
 	if v := h.g.Verdict(vip, true); v != bind.Clear {
 		t.Fatalf("after an unanswered probe: %v, want clear", v)
 	}
-	h.g.Attach(vip, &failingWire{}) // the link goes down
-	h.advance(ProbeEvery)
-	h.advance(AnswerWait + time.Millisecond)
-	if v := h.g.Verdict(vip, true); v != bind.Unprobed {
-		t.Fatalf("the latest probe %v old: %v, want unprobed", ProbeEvery+AnswerWait, v)
-	}
-	h.g.Attach(vip, h.w) // the link is back
 	n := h.w.count()
-	h.g.LinkChanged()
+	h.g.LinkChanged() // carrier back
+	if v := h.g.Verdict(vip, true); v != bind.Unprobed {
+		t.Fatalf("after the link changed: %v, want unprobed", v)
+	}
 	h.advance(0)
 	if h.w.count() != n+1 {
 		t.Fatal("a link that changed must be probed at once")
@@ -260,5 +255,21 @@ func TestStaleProbeIsNoVerdict(t *testing.T) {
 	h.advance(AnswerWait)
 	if v := h.g.Verdict(vip, true); v != bind.Clear {
 		t.Fatalf("after the new probe went unanswered: %v, want clear", v)
+	}
+}
+
+// TestUncheckedWakesTheLoop: a VIP that becomes unchecked while this node
+// should hold it is decided at once, not at the next periodic pass (the
+// simulation, seed 717).
+func TestUncheckedWakesTheLoop(t *testing.T) {
+	h := newHarness()
+	h.g.Verdict(vip, true)
+	h.g.Attach(vip, &failingWire{})
+	before := h.changed
+	for range 11 {
+		h.advance(ProbeEvery)
+	}
+	if h.changed == before {
+		t.Fatal("the verdict turned clear (unchecked) without waking the loop")
 	}
 }

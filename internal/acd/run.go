@@ -71,7 +71,7 @@ func (g *Guard) Round() time.Time {
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
-		if !s.nextProbe(now).After(now) {
+		if !s.nextProbe().After(now) {
 			due = append(due, vip)
 		}
 	}
@@ -105,7 +105,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	}
 	for _, s := range g.vips {
 		g.settle(s)
-		soonest(s.nextProbe(now))
+		soonest(s.nextProbe())
 		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
 			if end := s.probed.Add(AnswerWait); end.After(now) {
 				soonest(end)
@@ -121,11 +121,11 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // host that binds the VIP while we hold it and stays silent answers our
 // probe); every BlockedEvery while this node should hold it and the check
 // cannot say it is free: another host keeps it from us, or no probe went
-// out lately (one missed while the link was down). Counted from the latest
+// unanswered since the link changed. Counted from the latest
 // attempt: a wire that is closed or failing is tried again on the same
 // schedule, not at once.
-func (s *vipState) nextProbe(now time.Time) time.Time {
-	if s.want && (s.claim != nil || !s.fresh(now)) {
+func (s *vipState) nextProbe() time.Time {
+	if s.want && (s.claim != nil || s.quiet == 0) {
 		return s.tried.Add(BlockedEvery)
 	}
 	return s.tried.Add(ProbeEvery)
@@ -154,14 +154,21 @@ func (g *Guard) probe(vip netip.Addr) {
 func (g *Guard) failed(vip netip.Addr, msg string, err error) {
 	g.log.Debug(msg, "address", vip, "error", err)
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	s, now := g.vips[vip], g.now()
 	if s.failing.IsZero() {
 		s.failing = now
 	}
+	changed := false
 	if !s.unchecked && now.Sub(s.failing) >= uncheckedAfter {
 		s.unchecked = true
 		g.log.Warn("Cannot probe for address conflicts: the VIP is bound without the check", "address", vip, "error", err)
+		// The verdict of a VIP we should hold changed (the simulation,
+		// seed 717: it waited for the next periodic pass, up to 5 s more).
+		changed = s.want
+	}
+	g.mu.Unlock()
+	if changed {
+		g.changed()
 	}
 }
 
@@ -172,7 +179,7 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 	for ctx.Err() == nil {
 		w, err := g.open(vip)
 		if err != nil {
-			g.failed(vip, "Opening the conflict probe failed", err)
+			g.OpenFailed(vip, err)
 			sleep(ctx, reopenEvery)
 			continue
 		}
@@ -195,6 +202,12 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 		w.Close()
 		sleep(ctx, reopenEvery)
 	}
+}
+
+// OpenFailed records that vip's wire could not be opened (the driver of
+// the wires: listen, or internal/sim's).
+func (g *Guard) OpenFailed(vip netip.Addr, err error) {
+	g.failed(vip, "Opening the conflict probe failed", err)
 }
 
 // Attach installs w as vip's wire (nil: none); false once the guard is

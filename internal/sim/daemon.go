@@ -21,6 +21,7 @@ const (
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
 	garpGap         = 1100 * time.Millisecond
+	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
 )
 
 // daemon is one run of novaedge-cpvip on a host: the real decision code,
@@ -41,6 +42,9 @@ type daemon struct {
 	rec          *reconcile.Reconciler
 	vips         []netip.Prefix
 	index        int // the interface the instance's socket is on
+	// wireIndex: the interface the conflict-check wires are open on
+	// (acd.Guard.listen reopens them when theirs goes).
+	wireIndex int
 
 	desired map[netip.Prefix]bool
 	again   map[netip.Prefix]bool
@@ -252,6 +256,9 @@ func (d *daemon) elect(why string) {
 	ok := d.state == health.Healthy
 	d.seen = d.seen || ok
 	p := vrrp.ElectionPriority(ok, d.seen, d.cfg.FailOpen, uint8(d.cfg.Priority))
+	if ok {
+		why = "" // healthy (vrrp.Elector.SetHealthy)
+	}
 	d.core.SetPriority(p, why, d.h.s.w.now)
 }
 
@@ -275,7 +282,7 @@ func (d *daemon) linkChanged() {
 	if d.guard != nil {
 		d.guard.LinkChanged()
 	}
-	if d.guard != nil && h.iface && h.index != d.index {
+	if d.guard != nil && h.iface && h.index != d.wireIndex {
 		d.attachWires()
 	}
 	d.linkCheck()
@@ -345,9 +352,13 @@ func (d *daemon) attachWires() {
 
 func (d *daemon) openWires() {
 	if !d.h.iface || d.h.s.w.now.Before(d.wireDown) {
+		for _, v := range d.vips {
+			d.guard.OpenFailed(v.Addr(), errNoDevice)
+		}
 		d.after(reopenEvery, "open wires", d.openWires)
 		return
 	}
+	d.wireIndex = d.h.index
 	for _, v := range d.vips {
 		d.guard.Attach(v.Addr(), wire{d, v.Addr(), d.h.index})
 	}

@@ -56,7 +56,8 @@ type host struct {
 	neigh       map[netip.Addr]net.HardwareAddr
 	api         api
 	slowBy      time.Duration
-	cfg         *config.Config // what the daemon starts with: the env file
+	env         map[string]string // the env file
+	cfg         *config.Config    // what the daemon starts with: the env file's
 	// netlinkDown: until when the identity's netlink subscription fails
 	// (acd.WatchKernel): the kernel's table changes do not reach it.
 	netlinkDown time.Time

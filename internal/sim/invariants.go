@@ -206,6 +206,9 @@ func (s *sim) expect(f fault, t *host) {
 		end := start.Add(f.Dur)
 		s.inv.expects = append(s.inv.expects, expectation{"a carrier flap costs the flap, not a master-down interval",
 			end.Add(s.bounds.flapGap), end.Add(3 * i), holds})
+	case f.What == fWire && f.Arg == 1 && s.alone(f, f.Dur+3*i):
+		s.inv.expects = append(s.inv.expects, expectation{"a fault in the check never keeps the VIP down",
+			start.Add(uncheckedAfter + s.bounds.settled), start.Add(f.Dur), holds})
 	case harmless(f) && s.alone(f, f.Dur+3*i):
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",
@@ -222,10 +225,12 @@ func (s *sim) expect(f fault, t *host) {
 // failing conflict-check wire (a fault in the check never moves the VIP).
 func harmless(f fault) bool {
 	switch f.What {
-	case fMalformed, fNeighFlush, fNetlink, fWire:
+	case fMalformed, fNeighFlush, fNetlink:
 		return true
+	case fWire:
+		return f.Arg == 0
 	case fReload:
-		return f.Arg != 0
+		return f.Arg == 1 || f.Arg == 3 // preempt toggled on the holder, a file that does not parse
 	}
 	return false
 }

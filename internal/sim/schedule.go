@@ -18,7 +18,7 @@ const (
 	fLoss                   // Arg % of frames lost for Dur
 	fStranger               // a host outside the group answers for the VIP for Dur; Arg 1: it announces it
 	fMalformed              // malformed frames carrying the VIP for Dur
-	fWire                   // the node's conflict-check wires fail for Dur
+	fWire                   // the node's conflict-check wires fail for Dur; Arg 1: right after a stranger announced the VIP for a moment
 	fReload                 // a reload: Arg 0 a new priority, 1 preempt toggled, 2 priority 1 beside a running fail open, 3 a file that does not parse
 	fNeighFlush             // the node's neighbour table flushed
 	fNetlink                // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
@@ -54,6 +54,8 @@ func (f fault) String() string {
 		s += map[int]string{0: " silent", 1: " announcing"}[f.Arg]
 	case fReload:
 		s += " " + reloadNames[f.Arg]
+	case fWire:
+		s += map[int]string{1: " after a stranger's claim"}[f.Arg]
 	}
 	return s
 }
@@ -135,6 +137,10 @@ func drawFault(w *world, sh shape, at time.Duration, n int) fault {
 		f.Arg = w.rng.IntN(len(reloadNames))
 	case fKill:
 		f.Dur = []time.Duration{200 * time.Millisecond, short, long}[w.rng.IntN(3)]
+	case fWire:
+		if w.chance(0.5) {
+			f.Arg, f.Dur = 1, w.between(12*time.Second, 25*time.Second)
+		}
 	}
 	return f
 }

@@ -62,7 +62,7 @@ func (s *segment) send(f frame) {
 	if !f.from.linked() {
 		return
 	}
-	if d := f.from.d; d != nil && f.kind == claim && f.to == nil {
+	if d := f.from.d; d != nil && f.kind == claim {
 		// A packet socket sees the host's own outgoing frames.
 		s.w.after(0, "own frame", func() {
 			if f.from.d == d {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"strconv"
@@ -100,7 +101,12 @@ func newSim(seed uint64, sh shape) *sim {
 		s.group = append(s.group, h)
 	}
 	for i, h := range s.group { // once every host exists: the peers
-		h.cfg = s.config(h, sh.Priorities[i], nil)
+		h.env = s.envFile(h, sh.Priorities[i])
+		cfg, err := config.LoadMap(h.env)
+		if err != nil {
+			panic(fmt.Sprintf("the simulation's own configuration is invalid: %v", err))
+		}
+		h.cfg = cfg
 	}
 	for _, h := range s.group { // what the nodes' neighbour tables hold at start
 		for _, o := range s.group {
@@ -126,9 +132,8 @@ func (s *sim) newHost(name string, i int) *host {
 	return h
 }
 
-// config is a node's env file; change overrides variables. A change the
-// loader refuses returns nil.
-func (s *sim) config(h *host, priority int, change map[string]string) *config.Config {
+// envFile is a node's env file at start.
+func (s *sim) envFile(h *host, priority int) map[string]string {
 	sh := s.sh
 	addrs := make([]string, len(s.vips))
 	for i, v := range s.vips {
@@ -158,17 +163,7 @@ func (s *sim) config(h *host, priority int, change map[string]string) *config.Co
 		}
 		vars["NOVAEDGE_CP_VIP_PEERS"] = strings.Join(peers, ",")
 	}
-	for k, v := range change {
-		vars[k] = v
-	}
-	cfg, err := config.LoadMap(vars)
-	if err != nil {
-		if change == nil {
-			panic(fmt.Sprintf("the simulation's own configuration is invalid: %v", err))
-		}
-		return nil
-	}
-	return cfg
+	return vars
 }
 
 // target is the host a fault hits.
@@ -236,9 +231,15 @@ func (s *sim) apply(f fault) {
 	case fMalformed:
 		s.malformed(w.now.Add(f.Dur))
 	case fWire:
-		if t.d != nil {
-			t.d.breakWires(f.Dur)
+		if f.Arg == 1 { // a stranger announces the VIP, then leaves as the wire fails
+			s.strangerHolds(true, true)
+			w.after(50*time.Millisecond, "stranger gone", func() { s.strangerHolds(false, false) })
 		}
+		w.after(time.Duration(f.Arg)*5*time.Millisecond, t.name+" wire fails", func() {
+			if t.d != nil {
+				t.d.breakWires(f.Dur)
+			}
+		})
 	case fReload:
 		s.reload(t, f.Arg)
 	case fNeighFlush:
@@ -306,17 +307,14 @@ func (s *sim) reload(h *host, variant int) {
 	case 3:
 		change["NOVAEDGE_CP_VIP_PRIORITY"] = "not a number"
 	}
-	for _, f := range config.Fields() { // the file keeps what it had
-		if _, ok := change[f.Env]; !ok && f.Env != "NOVAEDGE_CP_VIP_ADDRESS" {
-			change[f.Env] = fmt.Sprint(f.Value(h.cfg))
-		}
-	}
-	next := s.config(h, h.cfg.Priority, change)
-	if next == nil {
-		s.w.logf("%s   reload refused: the file is invalid", h.name)
+	env := maps.Clone(h.env)
+	maps.Copy(env, change)
+	next, err := config.LoadMap(env)
+	if err != nil {
+		s.w.logf("%s   reload refused: the file is invalid: %v", h.name, err)
 		return
 	}
-	h.cfg = next // a restart starts with the file
+	h.env, h.cfg = env, next // a restart starts with the file
 	merged, applied, restart, err := config.Reload(d.cfg, next)
 	if err != nil {
 		s.w.logf("%s   reload refused: %v", h.name, err)

@@ -2,9 +2,9 @@ package sim
 
 import (
 	"flag"
+	"hash/fnv"
 	"maps"
 	"slices"
-	"hash/fnv"
 	"strings"
 	"testing"
 	"time"

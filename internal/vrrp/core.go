@@ -126,7 +126,9 @@ func (c *Core) Timeout(now time.Time) {
 }
 
 // SetPriority sets our priority: 0 leaves the election (a master resigns),
-// 1-254 takes part with it; why says what made it change.
+// 1-254 takes part with it; why says why the apiserver is unhealthy, empty
+// while it is healthy (a node configured with priority 1 and fail open off
+// is healthy at the fail-open priority).
 func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	c.failing = why
 	// Make before break: a master that resigns keeps the VIP bound until a
@@ -135,7 +137,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	// dead one's kernel refuses them at once — instead of vanishing into a
 	// SYN retransmission a second later.
 	resign := p == 0 && c.m.State() == Master
-	if c.resuming && p > FailOpenPriority {
+	if c.resuming && p > 0 && why == "" {
 		c.resuming = false
 		c.priority = p
 		c.m.SetPriority(p, now) // in Initialize: no action
@@ -149,7 +151,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		c.handoverAt = now.Add(c.handoverWait())
 		c.log.Info("Keeping the VIP until another master announces itself", "at_most", c.handoverWait())
 	}
-	if p == FailOpenPriority && c.m.State() == Master {
+	if p == FailOpenPriority && why != "" && c.m.State() == Master {
 		c.handoverAt = now.Add(c.handoverWait()) // then say whether a healthy node took it
 	}
 }

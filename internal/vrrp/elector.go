@@ -70,7 +70,7 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	default:
 		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
 	}
-	e.inst.SetPriority(p, reason)
+	e.inst.SetPriority(p, e.unhealthy) // empty while healthy
 }
 
 // SetPriority changes our priority while healthy (a reload); a healthy

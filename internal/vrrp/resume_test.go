@@ -17,7 +17,7 @@ func resumeConfig(interval time.Duration) Config {
 func TestResumeKeepsVIPWhenHealthy(t *testing.T) {
 	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
 	inst, d := startInstance(t, resumeConfig(time.Second), tr)
-	inst.SetPriority(100, "status 200")
+	inst.SetPriority(100, "") // healthy
 	waitDecisions(t, d, "resuming as master", last)
 	if h := d.snapshot(); slices.Contains(h, false) {
 		t.Fatalf("decisions %v: the VIP was released on the way", h)
