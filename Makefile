@@ -17,11 +17,16 @@ IMAGE_REPO ?= ghcr.io/novaedge/cpvip
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.imageRepo=$(IMAGE_REPO)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
+# The simulation runs alone (make sim): one goroutine, nothing for -race to find.
+PKGS_RACE = $(filter-out %/internal/sim,$(shell $(GO) list $(PKGS_UNIT)))
+# Schedules the simulation runs in make test; SIM_BUDGET=10m runs for a time instead.
+SIM_SEEDS ?= 3000
+SIM_BUDGET ?= 0
 # Executions per fuzz target. A count, not a duration: duration-based -fuzztime
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 e2e test fuzz bench demo package package-check image clean
+.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 sim e2e test fuzz bench demo package package-check image clean
 
 all: build
 
@@ -49,7 +54,14 @@ lint:
 	cd test/realcp && $(GO) vet ./cmd/kclient
 
 unit:
-	$(GO) test -race -count=1 $(PKGS_UNIT)
+	$(GO) test -race -count=1 $(PKGS_RACE)
+
+# The deterministic simulation of the group (internal/sim): SIM_SEEDS
+# schedules (or SIM_BUDGET of them), then the check that it still finds
+# each of issue 32's findings with af8485c's rule put back.
+sim:
+	$(GO) test -count=1 -timeout 0 ./internal/sim -sim.seeds $(SIM_SEEDS) -sim.budget $(SIM_BUDGET) -v 2>&1 | grep -vE '^(=== RUN|--- PASS|PASS)' ; exit $${PIPESTATUS[0]}
+	test/tools/sim-bite.sh
 
 # The unit tests of every package that touches bytes on the wire or the
 # kernel, built for arm64 and run under qemu-user (Debian's qemu-user-static).
@@ -69,7 +81,7 @@ fuzz:
 	  done; \
 	done
 
-test: deps lint unit unit-arm64 e2e
+test: deps lint unit unit-arm64 sim e2e
 
 # Benchmarks in namespace labs (root): failover outages, BFD detection and
 # idle footprint, ours next to keepalived, GoBGP and FRR. Writes

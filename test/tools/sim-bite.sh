@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The simulation bites: each patch in internal/sim/testdata/af8485c puts
+# one decision rule of af8485c back (issue 32, findings 1-6), and the
+# simulation must break the invariant named below on each recorded seed.
+# Runs on a copy of the tree as it is (tracked files); the tree is not
+# touched. Prints one line per finding; fails if any rule goes unnoticed.
+set -euo pipefail
+top=$(git rev-parse --show-toplevel)
+cd "$top"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+git ls-files -z | xargs -0 cp --parents -t "$tmp" 2>/dev/null || true
+cd "$tmp"
+declare -A invariant=(
+  [1]="no healthy node with carrier stays out of the election"
+  [2]="a killed daemon whose apiserver stayed healthy leaves no gap"
+  [3]="a carrier flap costs the flap, not a master-down interval"
+  [4]="a healthy node never takes part with the fail-open priority"
+  [5]="a fault in the check never keeps the VIP down"
+  [6]="a fault that takes nothing from the holder moves nothing (netlink-fails)"
+)
+declare -A seeds=([1]="1 9 11" [2]="15 16 25" [3]="15 71 149" [4]="15 22 27" [5]="90 107 471" [6]="8 13 18")
+missed=0
+for n in 1 2 3 4 5 6; do
+  p="internal/sim/testdata/af8485c/finding$n.patch"
+  patch -s -p1 < "$p"
+  go test -c -o sim.test ./internal/sim
+  for s in ${seeds[$n]}; do
+    if out=$(./sim.test -test.run '^TestSimulation$' -sim.seed "$s" 2>&1); then
+      echo "finding $n: seed $s passed with af8485c's rule back: the simulation no longer finds it"; missed=1
+    elif ! grep -qF "${invariant[$n]} at" <<<"$out"; then
+      echo "finding $n: seed $s broke another invariant:"; grep -m1 -E '^ +seed ' <<<"$out" || true; missed=1
+    fi
+  done
+  echo "finding $n: found on seeds ${seeds[$n]}: ${invariant[$n]}"
+  patch -s -R -p1 < "$p"
+done
+exit $missed
