@@ -95,6 +95,7 @@ type vipState struct {
 	failing   time.Time // since when the wire fails to open or to send; zero: it works
 	denied    bool      // Verdict's latest answer was not Clear for a VIP this node should hold
 	quiet     int       // probes in a row that went unanswered (by others than us and our group)
+	checked   bool      // a probe went unanswered since the check started or the link last changed
 	counted   time.Time // the latest probe counted in quiet
 }
 
@@ -145,7 +146,7 @@ func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 		if want {
 			g.report(s)
 		}
-	case s.quiet == 0:
+	case !s.checked:
 		v = bind.Unprobed
 	}
 	s.denied = want && v != bind.Clear
@@ -160,6 +161,7 @@ func (g *Guard) settle(s *vipState) {
 	s.counted = s.probed
 	if s.claim == nil || s.claim.Last.Before(s.probed) {
 		s.quiet++
+		s.checked = true
 	} else {
 		s.quiet = 0
 	}
@@ -232,7 +234,9 @@ func (g *Guard) settling() bool {
 }
 
 // forgetMembers drops the conflicts of hosts since known to be ours: a
-// member whose advertisement came after its answer.
+// member whose advertisement or neighbour entry came after its answer. A
+// VIP this node should hold is decided again at once (the simulation,
+// seed 12062: it waited for the next periodic pass, 5 s with no holder).
 func (g *Guard) forgetMembers() {
 	g.mu.Lock()
 	var macs []net.HardwareAddr
@@ -242,6 +246,7 @@ func (g *Guard) forgetMembers() {
 		}
 	}
 	g.mu.Unlock()
+	freed := false
 	for _, mac := range macs {
 		if !g.id.Ours(mac) {
 			continue
@@ -253,9 +258,13 @@ func (g *Guard) forgetMembers() {
 					g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", mac.String())
 				}
 				s.claim = nil
+				freed = freed || s.want
 			}
 		}
 		g.mu.Unlock()
+	}
+	if freed {
+		g.changed()
 	}
 }
 
@@ -283,7 +292,7 @@ func (g *Guard) Conflicts() []Conflict {
 func (g *Guard) LinkChanged() {
 	g.mu.Lock()
 	for _, s := range g.vips {
-		s.tried, s.quiet, s.failing = time.Time{}, 0, time.Time{}
+		s.tried, s.checked, s.failing = time.Time{}, false, time.Time{}
 	}
 	g.mu.Unlock()
 	g.kick()

@@ -70,7 +70,12 @@ func watchKernel(ctx context.Context, k *Known) error {
 			if !ok {
 				return errors.New("the neighbour subscription ended")
 			}
-			if ip, ok := netip.AddrFromSlice(u.IP); ok && u.Type == unix.RTM_NEWNEIGH {
+			ip, ok := netip.AddrFromSlice(u.IP)
+			switch {
+			case !ok:
+			case u.Type == unix.RTM_DELNEIGH || u.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0:
+				k.NeighGone(ip)
+			case u.Type == unix.RTM_NEWNEIGH:
 				k.Neigh(ip, u.HardwareAddr)
 			}
 		}

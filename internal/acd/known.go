@@ -24,7 +24,8 @@ type Known struct {
 
 	mu    sync.Mutex
 	own   map[int]string        // interface index -> hardware address
-	neigh map[netip.Addr]string // the neighbour table: address -> hardware address, as last known
+	neigh map[netip.Addr]string // the neighbour table's entries with a hardware address
+	last  map[netip.Addr]string // the latest hardware address of each address the table had
 	peers map[netip.Addr]bool   // configured unicast peers: members for good
 	heard map[netip.Addr]uint64 // members heard advertising -> when, as a sequence number
 	seq   uint64
@@ -36,7 +37,7 @@ type Known struct {
 // asks the kernel to resolve a member's address (NTF_USE); grew is called
 // when a hardware address becomes ours. Either may be nil.
 func NewKnown(peers []netip.Addr, resolve func(netip.Addr), grew func()) *Known {
-	k := &Known{resolve: resolve, grew: grew, own: map[int]string{}, neigh: map[netip.Addr]string{},
+	k := &Known{resolve: resolve, grew: grew, own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
 		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]uint64{}, ours: map[string]bool{}}
 	for _, p := range peers {
 		k.peers[p.WithZone("")] = true
@@ -161,10 +162,10 @@ func (k *Known) DelLink(index int) {
 }
 
 // Neigh records the kernel's neighbour entry of ip: its hardware address
-// now. An entry the kernel deletes (garbage collected, failed) is not
-// forgotten: a member's address changes only with a new entry.
+// now.
 func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 	if len(mac) == 0 || allZero(mac) {
+		k.NeighGone(ip)
 		return
 	}
 	ip = ip.Unmap().WithZone("")
@@ -173,10 +174,23 @@ func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 		k.mu.Unlock()
 		return
 	}
-	k.neigh[ip] = string(mac)
+	k.neigh[ip], k.last[ip] = string(mac), string(mac)
 	grew := k.isMember(ip) && k.rebuild()
 	k.mu.Unlock()
 	k.after(grew)
+}
+
+// NeighGone records that the kernel has no usable entry for ip any more
+// (deleted, flushed, failed to resolve). Its latest hardware address stays
+// ours — the member still has it unless told otherwise — but the member is
+// resolved again at its next advertisement (Heard): a member whose
+// interface was made again while we had no entry for it answers from a
+// MAC we must learn (the simulation, seed 25115).
+func (k *Known) NeighGone(ip netip.Addr) {
+	ip = ip.Unmap().WithZone("")
+	k.mu.Lock()
+	delete(k.neigh, ip)
+	k.mu.Unlock()
 }
 
 // rebuild derives ours from the own interfaces and the members' entries
@@ -187,7 +201,7 @@ func (k *Known) rebuild() bool {
 		ours[mac] = true
 	}
 	for m := range k.members() {
-		if mac, ok := k.neigh[m]; ok {
+		if mac, ok := k.last[m]; ok {
 			ours[mac] = true
 		}
 	}

@@ -125,7 +125,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // attempt: a wire that is closed or failing is tried again on the same
 // schedule, not at once.
 func (s *vipState) nextProbe() time.Time {
-	if s.want && (s.claim != nil || s.quiet == 0) {
+	if s.want && (s.claim != nil || !s.checked) {
 		return s.tried.Add(BlockedEvery)
 	}
 	return s.tried.Add(ProbeEvery)

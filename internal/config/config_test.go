@@ -325,10 +325,10 @@ func TestPeerOptions(t *testing.T) {
 		{in: "[2001:db8::1]@65001?multihop=255", syntax: "[2001:db8::1]@65001?multihop=255", shown: "[2001:db8::1]@65001?multihop=255"},
 		{in: "192.0.2.1@65001?password=a b", syntax: "192.0.2.1@65001?password=a%20b", shown: "192.0.2.1@65001?password=<redacted>"},
 		{in: "192.0.2.1@65001?password=a+b", syntax: "192.0.2.1@65001?password=a%2Bb", shown: "192.0.2.1@65001?password=<redacted>"},
-		{in: "192.0.2.1@65001?multihop=0", err: "multihop=0: want a TTL 1-255"},
-		{in: "192.0.2.1@65001?ttl=3", err: `unknown option "ttl"`},
-		{in: "192.0.2.1@65001?password=x&password=y", err: "option 2, after a password, does not parse"},
-		{in: "192.0.2.1@65001?password=x&y", err: "option 2, after a password, does not parse"},
+		{in: "192.0.2.1@65001?multihop=0", err: "192.0.2.1: option 1: multihop: want a TTL 1-255"},
+		{in: "192.0.2.1@65001?ttl=3", err: "option 1: unknown option (known: password, multihop)"},
+		{in: "192.0.2.1@65001?password=x&password=y", err: "option 2: password given twice"},
+		{in: "192.0.2.1@65001?password=x&y", err: "option 2: want NAME=VALUE"},
 		{in: "192.0.2.1@65001?password=", err: "want NAME=VALUE"},
 		{in: "192.0.2.1@65001?password=%zz", err: "bad percent-encoding"},
 	} {
@@ -411,6 +411,35 @@ func TestValidateOnInterface(t *testing.T) {
 		}
 		if got := errors.Is(err, ErrNoSubnetAddress); got != tt.wait {
 			t.Errorf("%s: error %v, waiting %v, want %v", tt.vip, err, got, tt.wait)
+		}
+	}
+}
+
+// TestUnparsablePeerListIsNeverEchoed: a peer list that does not parse is
+// not repeated, whatever spelling its password has (issue 33: Password=,
+// password: and password%3D were echoed; only password= was redacted).
+func TestUnparsablePeerListIsNeverEchoed(t *testing.T) {
+	for _, v := range []string{
+		"192.0.2.1@65001?Password=QXZJsecret",
+		"192.0.2.1@65001?password:QXZJsecret",
+		"192.0.2.1@65001?password%3DQXZJsecret",
+		"192.0.2.1@65001&password=QXZJsecret",
+		"192.0.2.1@QXZJsecret",
+		"QXZJsecret@65001",
+		"192.0.2.1@65001?pwd=QXZJsecret,192.0.2.2@65002",
+		"192.0.2.1@65001?multihop=QXZJsecret",
+	} {
+		_, err := LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_CP_VIP_MODE": "bgp",
+			"NOVAEDGE_BGP_LOCAL_AS": "65001", "NOVAEDGE_BGP_ROUTER_ID": "192.0.2.11", "NOVAEDGE_BGP_PEERS": v})
+		if err == nil {
+			t.Errorf("%q: accepted", v)
+			continue
+		}
+		if strings.Contains(err.Error(), "QXZJ") || strings.Contains(err.Error(), "secret") {
+			t.Errorf("%q: error repeats the password: %v", v, err)
+		}
+		if !strings.Contains(err.Error(), "NOVAEDGE_BGP_PEERS") || !strings.Contains(err.Error(), "peer ") {
+			t.Errorf("%q: error does not name the variable and the peer: %v", v, err)
 		}
 	}
 }

@@ -105,15 +105,20 @@ func FuzzReload(f *testing.F) {
 }
 
 // FuzzSecretsNeverEchoed: whatever a peer list around a password looks like
-// (unencoded ',' '&' '+' '%' inside it included), no error of the peer
+// — the option spelt any way (Password=, password:, password%3D, no ?),
+// unencoded ',' '&' '+' '%' inside the password — no error of the peer
 // list decoder or of Load repeats any piece of the password.
 func FuzzSecretsNeverEchoed(f *testing.F) {
-	f.Add("192.0.2.1@65001?", []byte("QX,ZJ&W"), "&multihop=2")
-	f.Add("192.0.2.1@65001?multihop=2&", []byte("QXZ,192.0.2.2@1"), ",[2001:db8::1]@65002")
-	f.Add("", []byte("QXZJ"), "")
-	f.Fuzz(func(t *testing.T, before string, raw []byte, after string) {
+	f.Add("192.0.2.1@65001?", "password=", []byte("QX,ZJ&W"), "&multihop=2")
+	f.Add("192.0.2.1@65001?multihop=2&", "password=", []byte("QXZ,192.0.2.2@1"), ",[2001:db8::1]@65002")
+	f.Add("", "password=", []byte("QXZJ"), "")
+	f.Add("192.0.2.1@65001?", "Password=", []byte("QXZJ"), "")
+	f.Add("192.0.2.1@65001?", "password:", []byte("QXZJ"), "")
+	f.Add("192.0.2.1@65001?", "password%3D", []byte("QXZJ"), "")
+	f.Add("192.0.2.1@65001&", "password=", []byte("QXZJ"), "")
+	f.Fuzz(func(t *testing.T, before, key string, raw []byte, after string) {
 		secret := leakcheck.Secret(raw)
-		value := before + "password=" + secret + after
+		value := before + key + secret + after
 		var l PeerList
 		if err := l.Decode(value); err != nil {
 			if w := leakcheck.Fragment(err.Error(), value, secret, 3); w != "" {

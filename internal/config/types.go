@@ -176,51 +176,36 @@ const redacted = "<redacted>"
 // maxMD5Password is the longest TCP MD5 key (Linux TCP_MD5SIG_MAXKEYLEN).
 const maxMD5Password = 80
 
-// passwordOption starts a per-peer password in a peer list.
-const passwordOption = "password="
-
-// redactPasswords hides every per-peer password in s: everything from the
-// first "password=" on, for a ',' or '&' left unencoded inside a password
-// leaves no way to tell where it ends.
-func redactPasswords(s string) string {
-	if i := strings.Index(s, passwordOption); i >= 0 {
-		return s[:i] + passwordOption + redacted
-	}
-	return s
-}
-
-// afterPassword is the error for a part of a peer list that follows a
-// password and does not parse: it may be the password's own text, so it
-// is not repeated.
-func afterPassword(what string, n int) error {
-	return fmt.Errorf("%s %d, after a password, does not parse (not repeated: it may be part of the password; percent-encode ',' '&' '%%' in a password as %%2C %%26 %%25)", what, n)
-}
+// A peer list may hold passwords in any spelling a user can get wrong
+// (Password=, password:, password%3D, a missing & or ?), so what does not
+// parse is never repeated: an error names the peer by its position (and
+// its address once that parsed), the option by its position (and its name
+// once it is a known one), and what is wrong — never a piece of the text.
 
 // ParseBGPPeer parses ADDR@AS[?OPTIONS]; an IPv6 address may stand in
 // brackets. OPTIONS are password=P (TCP MD5, percent-encoded: %2C for a
 // comma, %26 for &, %25 for %; a literal + is a +) and multihop=N (eBGP
-// multihop TTL 1-255), joined by &. Errors never repeat the password, nor
-// any text after it.
+// multihop TTL 1-255), joined by &. Its errors repeat nothing of s but an
+// address that parsed.
 func ParseBGPPeer(s string) (BGPPeer, error) {
 	base, query, hasOpts := strings.Cut(strings.TrimSpace(s), "?")
 	addr, as, ok := strings.Cut(base, "@")
 	if !ok {
-		return BGPPeer{}, fmt.Errorf("peer %q: want ADDR@AS", redactPasswords(s))
+		return BGPPeer{}, errors.New("want ADDR@AS[?OPTIONS]")
 	}
-	addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
-	shown := redactPasswords(base) // a "password=" before any "?" is still a password
-	ip, err := netip.ParseAddr(addr)
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"))
 	if err != nil || ip.Zone() != "" {
-		return BGPPeer{}, fmt.Errorf("peer %q: %q is not an IP address", shown, redactPasswords(addr))
+		return BGPPeer{}, errors.New("the address is not an IP address (want ADDR@AS, IPv6 in brackets)")
 	}
-	n, err := parseAS(as)
-	if err != nil {
-		return BGPPeer{}, fmt.Errorf("peer %q: %w", shown, err)
+	p := BGPPeer{Address: ip.Unmap()}
+	n, err := strconv.ParseUint(as, 10, 32)
+	if err != nil || n == 0 {
+		return BGPPeer{}, fmt.Errorf("%s: the AS must be a number 1-4294967295", p.Address)
 	}
-	p := BGPPeer{Address: ip.Unmap(), AS: n}
+	p.AS = uint32(n)
 	if hasOpts {
 		if err := p.parseOptions(query); err != nil {
-			return BGPPeer{}, fmt.Errorf("peer %q: %w", shown, err)
+			return BGPPeer{}, fmt.Errorf("%s: %w", p.Address, err)
 		}
 	}
 	return p, nil
@@ -230,12 +215,8 @@ func ParseBGPPeer(s string) (BGPPeer, error) {
 func (p *BGPPeer) parseOptions(query string) error {
 	seen := map[string]bool{}
 	for n, kv := range strings.Split(query, "&") {
-		afterPw := seen["password"]
 		if err := p.parseOption(kv, seen); err != nil {
-			if afterPw {
-				return afterPassword("option", n+1)
-			}
-			return err
+			return fmt.Errorf("option %d: %w", n+1, err)
 		}
 	}
 	return nil
@@ -244,59 +225,47 @@ func (p *BGPPeer) parseOptions(query string) error {
 // parseOption reads one NAME=VALUE option.
 func (p *BGPPeer) parseOption(kv string, seen map[string]bool) error {
 	k, v, ok := strings.Cut(kv, "=")
-	if !ok || v == "" {
-		return fmt.Errorf("option %q: want NAME=VALUE", redactPasswords(kv))
-	}
-	if seen[k] {
-		return fmt.Errorf("option %s given twice", k)
+	switch {
+	case !ok || v == "":
+		return errors.New("want NAME=VALUE (known: password, multihop; percent-encode ',' '&' '%' in a password as %2C %26 %25)")
+	case k != "password" && k != "multihop":
+		return errors.New("unknown option (known: password, multihop)")
+	case seen[k]:
+		return fmt.Errorf("%s given twice", k)
 	}
 	seen[k] = true
 	switch k {
 	case "password":
 		pw, err := url.PathUnescape(v) // not QueryUnescape: a + stays a +
 		if err != nil {
-			return errors.New("option password: bad percent-encoding")
+			return errors.New("password: bad percent-encoding")
 		}
 		if len(pw) > maxMD5Password {
-			return fmt.Errorf("option password: at most %d bytes (TCP MD5)", maxMD5Password)
+			return fmt.Errorf("password: at most %d bytes (TCP MD5)", maxMD5Password)
 		}
 		p.Password = pw
 	case "multihop":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 255 {
-			return fmt.Errorf("option multihop=%s: want a TTL 1-255", redactPasswords(v)) // "multihop=password=…": a missing &
+			return errors.New("multihop: want a TTL 1-255")
 		}
 		p.Multihop = n
-	default:
-		return fmt.Errorf("unknown option %q (known: password, multihop)", k)
 	}
 	return nil
-}
-
-func parseAS(s string) (uint32, error) {
-	n, err := strconv.ParseUint(s, 10, 32)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("AS %q must be a number 1-4294967295", redactPasswords(s))
-	}
-	return uint32(n), nil
 }
 
 // PeerList is a comma-separated list of BGP peers (ADDR@AS[?OPTIONS]).
 type PeerList []BGPPeer
 
-// Decode implements envconfig.Decoder.
+// Decode implements envconfig.Decoder. Its errors name the peer by its
+// position and repeat nothing of s but an address that parsed.
 func (l *PeerList) Decode(s string) error {
 	var out PeerList
-	password := false
 	for n, f := range splitList(s) {
 		p, err := ParseBGPPeer(f)
-		switch {
-		case err != nil && password:
-			return afterPassword("peer", n+1)
-		case err != nil:
-			return err
+		if err != nil {
+			return fmt.Errorf("peer %d: %w", n+1, err)
 		}
-		password = password || strings.Contains(f, passwordOption)
 		out = append(out, p)
 	}
 	*l = out

@@ -120,6 +120,22 @@ func (h *host) learn(ip netip.Addr, mac net.HardwareAddr) {
 	}
 }
 
+// flush empties the neighbour table (ip neigh flush; the interface
+// deleted); the daemon hears of each entry gone by netlink.
+func (h *host) flush() {
+	d := h.d
+	for ip := range sortedNeigh(h.neigh) {
+		delete(h.neigh, ip)
+		if d != nil && !h.s.w.now.Before(h.netlinkDown) {
+			h.s.w.after(netlinkDelay, "netlink neigh gone", func() {
+				if h.d == d && d.known != nil {
+					d.known.NeighGone(ip)
+				}
+			})
+		}
+	}
+}
+
 // dump is WatchKernel subscribing again: the links and the neighbour
 // table as they are now.
 func (h *host) dump() {
@@ -176,6 +192,7 @@ func (h *host) setLink(exists, carrier bool) {
 	}
 	if !exists {
 		h.addrs = reconciletest.New()
+		h.flush()
 	}
 	if exists && carrier && !h.linked() {
 		h.linkedSince = h.s.w.now

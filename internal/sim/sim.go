@@ -243,7 +243,7 @@ func (s *sim) apply(f fault) {
 	case fReload:
 		s.reload(t, f.Arg)
 	case fNeighFlush:
-		clear(t.neigh)
+		t.flush()
 	case fNetlink:
 		t.netlinkDown = w.now.Add(f.Dur)
 		later("netlink subscribed again", t.dump)

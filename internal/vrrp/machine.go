@@ -146,6 +146,12 @@ func (m *Machine) preempts(priority uint8) bool {
 	return priority < m.p.Priority && (m.p.Preempt || priority == FailOpenPriority)
 }
 
+// followsStronger says whether a backup follows a master other than src
+// that advertises above the fail-open priority.
+func (m *Machine) followsStronger(src netip.Addr) bool {
+	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority
+}
+
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew.
 func (m *Machine) takeOverSoon(now time.Time) {
 	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
@@ -297,6 +303,12 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		switch {
 		case a.Priority == 0:
 			m.deadline = now.Add(m.handoverSkew())
+		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
+			// A fail-open master beside the stronger master we follow (a
+			// partition healing): that one serves, and the fail-open
+			// master yields to it on its next advertisement. Taking over
+			// would make a third holder for an interval (the simulation,
+			// seed 20967).
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority):
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, so we take it within our handover skew.
