@@ -37,7 +37,7 @@ func run(args []string, stderr io.Writer) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg, fl, warnings, code := loadConfig("run", args, stderr)
+	cfg, fl, warnings, code := loadRunConfig(args, stderr)
 	if cfg == nil {
 		return code
 	}

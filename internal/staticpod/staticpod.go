@@ -35,6 +35,13 @@ var Flavours = map[string]Flavour{
 // DefaultSecretsFile is where the pod reads secret variables from, on the host.
 const DefaultSecretsFile = "/etc/novaedge/cpvip-secrets.env"
 
+// UID is the user and group the pod runs as: an id of our own, which no
+// other process on the node has (not nobody's 65534, which every other
+// process running as nobody shares: any of them with the host's file
+// system could read the secrets file owned by it). From the range Debian
+// leaves to be allocated on demand (60000-64999).
+const UID = 64443
+
 // Options say what to render.
 type Options struct {
 	Flavour     Flavour
@@ -65,12 +72,13 @@ type data struct {
 	SecretsFile string
 	CAFile      string
 	Probe       *probe
+	UID         int
 }
 
 // Render builds the pod. Variables come in the order of the configuration
 // reference, so the same configuration always gives the same bytes.
 func Render(o Options) (Pod, error) {
-	d := data{Flavour: o.Flavour, Image: o.Image, SecretsFile: o.SecretsFile, CAFile: o.Flavour.CAFile}
+	d := data{Flavour: o.Flavour, Image: o.Image, SecretsFile: o.SecretsFile, CAFile: o.Flavour.CAFile, UID: UID}
 	if d.SecretsFile == "" {
 		d.SecretsFile = DefaultSecretsFile
 	}
@@ -124,8 +132,8 @@ var podTemplate = template.Must(template.New("pod").Parse(`# novaedge-cpvip as a
 {{- if .Secrets}}
 # Secrets never go in a pod's env (the mirror pod is readable through the API):
 # {{range $i, $s := .Secrets}}{{if $i}}, {{end}}{{$s}}{{end}} must be in {{.SecretsFile}}
-# on every node (KEY=VALUE lines, mode 0600, owned by 65534, the pod's user:
-# chown 65534:65534 {{.SecretsFile}}), which the pod reads.
+# on every node (KEY=VALUE lines, mode 0600, owned by {{.UID}}, the pod's own user:
+# chown {{.UID}}:{{.UID}} {{.SecretsFile}}), which the pod reads.
 {{- end}}
 apiVersion: v1
 kind: Pod
@@ -144,12 +152,13 @@ spec:
   securityContext:
     seccompProfile:
       type: RuntimeDefault
-    # nobody: the binary in the image carries CAP_NET_ADMIN and CAP_NET_RAW
+    # An id of our own, not nobody's: the secrets file is readable by it
+    # alone. The binary in the image carries CAP_NET_ADMIN and CAP_NET_RAW
     # as file capabilities, the only way a runtime gives them to a non-root
     # process.
     runAsNonRoot: true
-    runAsUser: 65534
-    runAsGroup: 65534
+    runAsUser: {{.UID}}
+    runAsGroup: {{.UID}}
   containers:
     - name: novaedge-cpvip
       image: {{.Image}}

@@ -50,3 +50,23 @@ func TestFlavoursAndBadInput(t *testing.T) {
 		t.Error("an image reference with a blank accepted")
 	}
 }
+
+// TestPodRunsAsItsOwnID: the pod runs as an id of its own, not as nobody
+// (65534), whom any other process may run as: the secrets file it owns is
+// readable by the pod alone, and the pod says so.
+func TestPodRunsAsItsOwnID(t *testing.T) {
+	pod, err := Render(Options{Flavour: Flavours["kubeadm"], Image: "x", Vars: map[string]string{
+		"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32", "NOVAEDGE_BFD_AUTH_KEY": "QXZJ"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := string(pod.YAML)
+	for _, want := range []string{"runAsUser: 64443", "runAsGroup: 64443", "chown 64443:64443 " + DefaultSecretsFile} {
+		if !strings.Contains(y, want) {
+			t.Errorf("the pod lacks %q", want)
+		}
+	}
+	if strings.Contains(y, "65534") {
+		t.Error("the pod names nobody's id")
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"github.com/novaedge/cpvip/internal/ociimage"
+	"github.com/novaedge/cpvip/internal/staticpod"
 )
 
 const binPath = "usr/bin/novaedge-cpvip"
@@ -96,8 +97,9 @@ func index(bins, tag string) (v1.ImageIndex, error) {
 	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
 }
 
-// nonRoot is the image's user: nobody:nogroup.
-const nonRoot = "65534:65534"
+// nonRoot is the image's user: the static pod's own id (staticpod.UID),
+// not nobody's.
+var nonRoot = fmt.Sprintf("%d:%d", staticpod.UID, staticpod.UID)
 
 // image builds the image: OCI media types, one layer, entrypoint and labels.
 func image(bin []byte, arch, tag string) (v1.Image, error) {

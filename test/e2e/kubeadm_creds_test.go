@@ -3,8 +3,11 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/novaedge/cpvip/internal/staticpod"
 )
 
 // checkCredentials reads, on every node, the credentials of our pod's
@@ -14,7 +17,7 @@ import (
 // RuntimeDefault seccomp filter.
 func (k *kubeLab) checkCredentials(t *testing.T) {
 	const twoCaps = "0000000000003000" // CAP_NET_ADMIN (12) | CAP_NET_RAW (13)
-	want := map[string]string{"Uid": "65534", "Gid": "65534", "CapEff": twoCaps, "CapPrm": twoCaps,
+	want := map[string]string{"Uid": strconv.Itoa(staticpod.UID), "Gid": strconv.Itoa(staticpod.UID), "CapEff": twoCaps, "CapPrm": twoCaps,
 		"CapBnd": twoCaps, "CapInh": "0000000000000000", "CapAmb": "0000000000000000", "Seccomp": "2"}
 	for _, n := range k.kc.Nodes {
 		pids := n.PIDsOf("novaedge-cpvip")

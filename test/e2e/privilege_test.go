@@ -1,12 +1,19 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/staticpod"
 	"github.com/novaedge/cpvip/test/lab"
 )
 
@@ -53,4 +60,87 @@ func TestRunsWithOnlyNetAdminAndNetRaw(t *testing.T) {
 	if strings.Contains(p.Output(), "operation not permitted") || strings.Contains(p.Output(), "permission denied") {
 		t.Errorf("a permission error in the log:\n%s", p.Output())
 	}
+}
+
+// TestUnreadableEnvFileWaits: the daemon, as the static pod's user, given
+// an env file it may not read (root's, or nobody's from an older install)
+// says whose it is and how to fix it, and waits instead of exiting into the
+// kubelet's back-off loop; it goes on within seconds of the fix, and
+// SIGTERM ends the wait cleanly.
+func TestUnreadableEnvFileWaits(t *testing.T) {
+	dir, err := os.MkdirTemp("", "cpvip-envwait-") // not t.TempDir: its parent is 0700
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "cpvip-secrets.env")
+	if err := os.WriteFile(file, []byte("NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32\nNOVAEDGE_CP_VIP_INTERFACE=nonexistent0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uid := strconv.Itoa(staticpod.UID)
+	cmd := exec.Command("setpriv", "--reuid="+uid, "--regid="+uid, "--clear-groups", binary, "run", "--env-file", file)
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	want := "chown " + uid + ":" + uid + " " + file
+	if err := lab.Eventually(5*time.Second, func() error {
+		if !strings.Contains(out.String(), want) {
+			return fmt.Errorf("no %q in %q", want, out.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "owned by 0:0, mode 0600") {
+		t.Errorf("the message does not say whose the file is: %s", out.String())
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("exited (%v) instead of waiting: %s", err, out.String())
+	case <-time.After(3 * time.Second):
+	}
+	if err := os.Chown(file, staticpod.UID, staticpod.UID); err != nil { // the fix
+		t.Fatal(err)
+	}
+	// Now it reads the file and gets as far as the interface it names.
+	if err := lab.Eventually(10*time.Second, func() error {
+		if !strings.Contains(out.String(), "nonexistent0") {
+			return fmt.Errorf("not past the env file: %q", out.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("SIGTERM did not end it: %s", out.String())
+	}
+}
+
+// lockedBuffer is an io.Writer safe to read while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
