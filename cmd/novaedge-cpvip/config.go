@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // loadConfig parses flags and loads the configuration; on failure it prints
@@ -31,7 +33,15 @@ func checkConfig(args []string, stdout, stderr io.Writer) int {
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
+	ca, err := health.CheckCA(cfg.CAFiles())
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip: invalid cluster CA (NOVAEDGE_CP_VIP_CA_FILE, --ca-file): %v\n", err)
+		return exitConfig
+	}
 	fmt.Fprint(stdout, config.Describe(cfg))
+	if ca == "" {
+		fmt.Fprintf(stderr, "note: no cluster CA at %s yet: the apiserver is checked unverified, and without the token, until one appears\n", strings.Join(cfg.CAFiles(), " or "))
+	}
 	if cfg.IPv6OverIPv4() {
 		fmt.Fprintln(stderr, "note: no IPv6 BGP peer: the IPv6 VIP is announced over the IPv4 sessions (MP-BGP) with an IPv6 next hop; the routers must activate IPv6 unicast for these neighbours")
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,5 +42,32 @@ func TestDispatch(t *testing.T) {
 		if strings.Contains(stderr.String(), "s3cret") || tt.args[0] == "manifest" && strings.Contains(stdout.String(), "s3cret") {
 			t.Errorf("%q printed a secret", tt.args)
 		}
+	}
+}
+
+// TestCheckConfigNamesAnUnusableCA: check-config fails on a CA file that is
+// a directory or holds no certificate, naming it (it said "configuration is
+// valid", and the daemon then verified nothing: issue 33).
+func TestCheckConfigNamesAnUnusableCA(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(empty, []byte("not a certificate\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{dir, "is a directory"},
+		{empty, "holds no PEM certificate"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := dispatch([]string{"check-config", "--vip-address", "192.0.2.100/32", "--ca-file", tc.path}, &stdout, &stderr)
+		if code != exitConfig || !strings.Contains(stderr.String(), tc.path) || !strings.Contains(stderr.String(), tc.want) ||
+			strings.Contains(stderr.String(), "configuration is valid") {
+			t.Errorf("--ca-file %s: code %d, stderr %q; want %d naming the file and %q", tc.path, code, stderr.String(), exitConfig, tc.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"check-config", "--vip-address", "192.0.2.100/32", "--ca-file", filepath.Join(dir, "absent.crt")}, &stdout, &stderr); code != exitOK ||
+		!strings.Contains(stderr.String(), "no cluster CA at") {
+		t.Errorf("a CA not there yet (before bootstrap): code %d, stderr %q; want valid with a note", code, stderr.String())
 	}
 }

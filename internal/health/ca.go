@@ -74,3 +74,12 @@ func (s *caSource) load(path string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// CheckCA reports the cluster CA file in force among paths (the first that
+// exists) and whether it is usable: a directory, a file it may not read or
+// one with no PEM certificate is an error naming the file. None there yet
+// (before bootstrap) is no error: path is empty.
+func CheckCA(paths []string) (path string, err error) {
+	st := newCASource(paths).get()
+	return st.Path, st.Err
+}
