@@ -86,11 +86,12 @@ test: deps lint unit unit-arm64 sim e2e
 # Benchmarks in namespace labs (root): failover outages, BFD detection and
 # idle footprint, ours next to keepalived, GoBGP and FRR. Writes
 # bench/results.json and bench/timeline.svg; the full log is bench.log.
-# BENCH_TRIALS sets trials per row (default 20).
+# BENCH_TRIALS sets trials per row (default 20). Then checks bench/goals.json:
+# a goal missed fails the bench (BENCH_GATE=ci: the CI bounds of a 2-trial run).
 bench: deps
 	rm -f bench/results.json
 	$(WITH_REALCP) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m -v ./test/e2e 2>&1 | tee bench.log | grep -E '^Benchmark|: ours|BFD [0-9]+ ms x 3,|graceful stop:|CPU|FAIL|Error'; test $${PIPESTATUS[0]} -eq 0
-	$(GO) run ./test/tools/benchtable bench/results.json
+	$(GO) run ./test/tools/benchtable -goals bench/goals.json $(if $(BENCH_ROWS),,-all) $(if $(filter ci,$(BENCH_GATE)),-ci) bench/results.json
 	@echo "timeline: bench/timeline.svg"
 
 # .deb and .rpm of every architecture in dist/ (nfpm pinned, fetched through

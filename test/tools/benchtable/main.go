@@ -3,6 +3,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -26,21 +27,66 @@ type row struct {
 	Measured string     `json:"measured"`
 }
 
+// Usage: benchtable [-goals FILE [-ci] [-all]] [RESULTS]: prints RESULTS
+// (bench/results.json) as a Markdown table, then, with -goals, checks each
+// goal against it and exits 1 if one is missed (-ci: the CI bounds of the
+// 2-trial bench; -all: a goal whose row was not measured is missed).
+// benchtable -goals-table FILE prints docs/benchmarks.md's Goals table.
 func main() {
-	path := "bench/results.json"
-	if len(os.Args) > 1 {
-		path = os.Args[1]
+	goalsFile := flag.String("goals", "", "check the goals in this file")
+	ci := flag.Bool("ci", false, "check the CI bounds (a 2-trial bench)")
+	all := flag.Bool("all", false, "a goal whose row was not measured is missed")
+	table := flag.String("goals-table", "", "print the Markdown table of the goals in this file and exit")
+	flag.Parse()
+	if *table != "" {
+		gs, err := readGoals(*table)
+		if err != nil {
+			fail(err)
+		}
+		fmt.Print(markdown(gs))
+		return
 	}
+	path := "bench/results.json"
+	if flag.NArg() > 0 {
+		path = flag.Arg(0)
+	}
+	rows, err := readRows(path)
+	if err != nil {
+		fail(err)
+	}
+	printTable(rows)
+	if *goalsFile == "" {
+		return
+	}
+	gs, err := readGoals(*goalsFile)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println()
+	if n := report(os.Stdout, check(gs, rows, *ci), *all); n > 0 {
+		fmt.Fprintf(os.Stderr, "benchtable: %d goal(s) of %s missed\n", n, *goalsFile)
+		os.Exit(1)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchtable:", err)
+	os.Exit(1)
+}
+
+func readRows(path string) ([]row, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchtable:", err)
-		os.Exit(1)
+		return nil, err
 	}
 	var rows []row
 	if err := json.Unmarshal(b, &rows); err != nil {
-		fmt.Fprintln(os.Stderr, "benchtable:", err)
-		os.Exit(1)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return rows, nil
+}
+
+func printTable(rows []row) {
 	fmt.Println("| measurement | novaedge-cpvip median | p95 | n | compared with | median | p95 | n | ratio |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
