@@ -204,13 +204,17 @@ func (c *cluster) names(idx []int) []string {
 	return out
 }
 
-// monitor samples the holders of p until stopped and reports the longest
-// stretch with more than one holder.
+// monitor samples the holders of p every 5 ms until stopped and reports the
+// longest stretch with more than one holder: from the first sample that saw
+// two to the last, a lower bound that a loaded machine does not inflate
+// (a sample whose reads took longer than sampleSpread is left out: it
+// cannot tell "at once" from "one after the other").
 type monitor struct {
 	mu          sync.Mutex
 	longest     time.Duration
 	total       time.Duration // all double holding
-	doubleSince time.Time
+	doubleSince time.Time     // the first sample of the current stretch
+	doubleLast  time.Time     // its last
 	maxHolders  int
 	cancel      context.CancelFunc
 	done        chan struct{}
@@ -222,25 +226,38 @@ func (c *cluster) monitor(p netip.Prefix) *monitor {
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
+			start := time.Now()
 			h, err := c.holders(p)
-			now := time.Now()
-			m.mu.Lock()
-			if err == nil {
-				m.maxHolders = max(m.maxHolders, len(h))
-				switch {
-				case len(h) > 1 && m.doubleSince.IsZero():
-					m.doubleSince = now
-				case len(h) <= 1 && !m.doubleSince.IsZero():
-					m.longest = max(m.longest, now.Sub(m.doubleSince))
-					m.total += now.Sub(m.doubleSince)
-					m.doubleSince = time.Time{}
-				}
+			if err == nil && time.Since(start) <= sampleSpread {
+				m.sample(start, len(h))
 			}
-			m.mu.Unlock()
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	return m
+}
+
+func (m *monitor) sample(at time.Time, holders int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maxHolders = max(m.maxHolders, holders)
+	switch {
+	case holders > 1:
+		if m.doubleSince.IsZero() {
+			m.doubleSince = at
+		}
+		m.doubleLast = at
+	case !m.doubleSince.IsZero():
+		m.endStretch()
+	}
+}
+
+// endStretch closes the current stretch of two holders (mu held).
+func (m *monitor) endStretch() {
+	d := m.doubleLast.Sub(m.doubleSince)
+	m.longest = max(m.longest, d)
+	m.total += d
+	m.doubleSince = time.Time{}
 }
 
 func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
@@ -249,9 +266,7 @@ func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.doubleSince.IsZero() {
-		m.longest = max(m.longest, time.Since(m.doubleSince))
-		m.total += time.Since(m.doubleSince)
-		m.doubleSince = time.Time{}
+		m.endStretch()
 	}
 	return m.longest, m.maxHolders
 }
