@@ -153,7 +153,8 @@ func TestRealL2ApiserverKilled(t *testing.T) {
 	figure(t, fmt.Sprintf("real L2: holder %s's apiserver SIGKILLed to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
 	time.Sleep(time.Second)
-	requestFigure(t, probe, killed, "real L2, apiserver SIGKILLed")
+	failedAtMost(t, probe, killed, "real L2, apiserver SIGKILLed", 20,
+		"the refused port hands over at once: the skew (61 ms) and the neighbours' switch, 8 failed at 10 ms a request; 20 is 200 ms of outage")
 	t.Logf("requests from the kill on: %s", lab.RequestRuns(lab.Samples(probe), killed, time.Now()))
 	if err := c.cp.StartAPIServer(holder); err != nil {
 		t.Fatal(err)
@@ -207,7 +208,8 @@ func TestRealBGPApiserverKilled(t *testing.T) {
 	}
 	figure(t, "real BGP: n1's apiserver SIGKILLed to its next hop gone from the router", b.waitHops(t, vip4, 20*time.Second, all[1:]...))
 	time.Sleep(2 * time.Second)
-	requestFigure(t, probe, killed, "real BGP, one of three apiservers SIGKILLed")
+	failedAtMost(t, probe, killed, "real BGP, one of three apiservers SIGKILLed", 8,
+		"the refused port demotes the route at once: the requests the router sends n1 until it is gone (about 100 ms), 2-3 measured; 8 is 80 ms more")
 }
 
 // TestRealEtcdTrouble: etcd frozen on the holder only (its apiserver's
@@ -234,7 +236,8 @@ func TestRealEtcdTrouble(t *testing.T) {
 	next, d := c.waitHolder(t, vip4, holder, 30*time.Second)
 	figure(t, fmt.Sprintf("real etcd: holder %s's member frozen to %s holding the VIP", c.nodes[holder].Name, c.nodes[next].Name), d)
 	waitFirstOK(t, probe, time.Now(), 10*time.Second)
-	requestFigure(t, probe, frozen, "real etcd, holder's member frozen")
+	failedAtMost(t, probe, frozen, "real etcd, holder's member frozen", 4,
+		"requests hang on the frozen member until the VIP moves after three 1 s check timeouts (3.4 s); 1 measured, a request waits out its timeout at most once a second: 4")
 	if err := c.cp.SignalEtcd(holder, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +267,9 @@ func TestRealEtcdTrouble(t *testing.T) {
 	t.Logf("FIGURE real etcd, quorum lost for 20 s: VIP held %.0f %% of the time; /livez %v; watch-cache reads (resourceVersion=0) through the VIP: %d succeeded, %d failed (first error %q); outage %s",
 		share*100, codes, ok, failed, firstErr, lab.FailedSpan(ss, lost, time.Now()))
 	c.logVIP(t, "quorum lost for 20 s")
+	if failed > 1 {
+		t.Errorf("quorum lost: %d watch-cache reads through the VIP failed, at most 1 (fail open keeps the VIP and the watch cache answers; 0 measured, 1 for the read in flight at the freeze)", failed)
+	}
 	if share < 1 {
 		t.Errorf("VIP held %.0f %% of the 20 s without quorum, want all of it (fail open)", share*100)
 	}
@@ -303,4 +309,7 @@ func TestRealDrainHandover(t *testing.T) {
 	ss := lab.Samples(probe)
 	ok, failed, firstErr := lab.RequestCounts(ss, term, time.Now())
 	t.Logf("FIGURE real drain handover: %d requests failed, %d succeeded (first error %q); requests: %s", failed, ok, firstErr, lab.RequestRuns(ss, term, time.Now()))
+	if failed > 1 {
+		t.Errorf("drain handover: %d requests failed, at most 1 (make before break while the apiserver still serves: 0 measured, 1 for the request in flight as the neighbours switch MAC)", failed)
+	}
 }

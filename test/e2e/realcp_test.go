@@ -102,6 +102,15 @@ func requestFigure(t testing.TB, probe *lab.Process, since time.Time, what strin
 	return failed
 }
 
+// failedAtMost is requestFigure that fails the test when more than bound
+// requests failed; why says where the bound comes from and its margin.
+func failedAtMost(t testing.TB, probe *lab.Process, since time.Time, what string, bound int, why string) {
+	t.Helper()
+	if failed := requestFigure(t, probe, since, what); failed > bound {
+		t.Errorf("%s: %d requests failed, at most %d (%s)", what, failed, bound, why)
+	}
+}
+
 func waitFirstOK(t testing.TB, p *lab.Process, from time.Time, d time.Duration) time.Time {
 	t.Helper()
 	at, err := lab.FirstOK(p, from, d)
