@@ -36,7 +36,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	// the monitor samples three namespaces by ip(8), tens of ms apart.
 	double, _ := mon.stop()
 	figure(t, "both the resigned and the new holder have the VIP (make before break, 100 ms grace)", double)
-	if double > 400*time.Millisecond {
+	if double > makeBeforeBreak {
 		t.Errorf("two holders for %s", double)
 	}
 	waitLine(t, c.procs[h], 0, "API server is unhealthy, releasing VIP")
