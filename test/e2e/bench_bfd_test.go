@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -77,7 +78,17 @@ func BenchmarkBFDDetection(b *testing.B) {
 				}
 				i, err := router.WaitLine(10*time.Second, skip, "state-change", "peer:"+s.addr.String()+" ", "up -> down")
 				if err != nil {
-					b.Fatalf("%s %d ms: %v", s.tool, s.ms, err)
+					// What the router's bfdd said of that peer since the
+					// freeze, and the session as it sees it now.
+					var said []string
+					for i, l := range strings.Split(router.Output(), "\n") {
+						if i >= skip && strings.Contains(l, s.addr.String()) {
+							said = append(said, l)
+						}
+					}
+					peers, perr := l.frr.BFDPeers()
+					b.Fatalf("%s %d ms: %v\nthe session now: %+v (%v)\nrouter's bfdd on %s since the freeze:\n%s",
+						s.tool, s.ms, err, peers[s.addr.String()], perr, s.addr, strings.Join(said, "\n"))
 				}
 				downAt, err := frrLogTime(router.Line(i))
 				if err != nil {
