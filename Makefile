@@ -70,16 +70,17 @@ unit-arm64: deps
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PKGS_ARM64)
 
 # End-to-end tests in network namespaces with the real binary (root).
-# BESIDE="fuzz reproducible" runs those targets at nice 19 while the e2e
-# runs (CPU only, no lab, nothing the e2e reads): the e2e waits on timers
-# most of the time and leaves the cores idle; its checks are state
-# invariants and counts, which hold on a loaded machine. Their output is in
-# beside.log; the e2e fails if they do.
+# BESIDE="fuzz reproducible" runs those targets at nice 19, idle I/O
+# class, while the e2e runs (no lab, nothing the e2e reads or writes): the
+# e2e waits on timers most of the time and leaves the cores idle, and its
+# checks are state invariants, counts with margins and bounds taken from
+# the mechanisms with room for a loaded machine (make bench holds the tight
+# timings). Their output is in beside.log; the e2e fails if they do.
 e2e: deps
-	@if [ -n "$(BESIDE)" ]; then (s=$$SECONDS; nice -n 19 $(MAKE) --no-print-directory $(BESIDE) > beside.log 2>&1; rc=$$?; \
+	@rm -f beside.rc; if [ -n "$(BESIDE)" ]; then (s=$$SECONDS; nice -n 19 ionice -c 3 $(MAKE) --no-print-directory $(BESIDE) > beside.log 2>&1; rc=$$?; \
 	  echo "beside the e2e: make $(BESIDE): exit $$rc after $$((SECONDS - s)) s" >> beside.log; echo $$rc > beside.rc) & fi; \
 	$(WITH_REALCP) $(GO) test -count=1 -timeout 45m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go'; rc=$${PIPESTATUS[0]}; \
-	wait; if [ -n "$(BESIDE)" ]; then tail -3 beside.log; [ "$$(cat beside.rc)" = 0 ] || rc=1; rm -f beside.rc; fi; exit $$rc
+	wait; if [ -n "$(BESIDE)" ]; then if [ "$$(cat beside.rc)" = 0 ]; then tail -3 beside.log; else tail -100 beside.log; rc=1; fi; rm -f beside.rc; fi; exit $$rc
 
 # Every fuzz target for FUZZTIME each.
 fuzz:

@@ -81,9 +81,9 @@ func BenchmarkBFDDetection(b *testing.B) {
 					// What the router's bfdd said of that peer since the
 					// freeze, and the session as it sees it now.
 					var said []string
-					for i, l := range strings.Split(router.Output(), "\n") {
-						if i >= skip && strings.Contains(l, s.addr.String()) {
-							said = append(said, l)
+					for n, line := range strings.Split(router.Output(), "\n") {
+						if n >= skip && strings.Contains(line, "peer:"+s.addr.String()+" ") {
+							said = append(said, line)
 						}
 					}
 					peers, perr := l.frr.BFDPeers()

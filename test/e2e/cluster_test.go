@@ -206,23 +206,36 @@ func (c *cluster) names(idx []int) []string {
 
 // monitor samples the holders of p every 5 ms until stopped and reports the
 // longest stretch with more than one holder: from the first sample that saw
-// two to the last, a lower bound that a loaded machine does not inflate
-// (a sample whose reads took longer than sampleSpread is left out: it
-// cannot tell "at once" from "one after the other").
+// two to the last. That is the overlap to within one sample's reads (at
+// most sampleSpread: a sample reads the nodes one after another), and a
+// loaded machine does not inflate it: a sample whose reads failed or took
+// longer than sampleSpread cannot tell "at once" from "one after the other"
+// and is left out. A monitor that kept no sample for more than blindLimit
+// has not watched: stop fails the test.
 type monitor struct {
+	t           testing.TB
 	mu          sync.Mutex
 	longest     time.Duration
 	total       time.Duration // all double holding
 	doubleSince time.Time     // the first sample of the current stretch
 	doubleLast  time.Time     // its last
 	maxHolders  int
+	lastKept    time.Time
+	blind       time.Duration // the longest time without a kept sample
 	cancel      context.CancelFunc
 	done        chan struct{}
 }
 
-func (c *cluster) monitor(p netip.Prefix) *monitor {
+// sampleSpread is the longest a sample's reads of all nodes may take.
+const sampleSpread = 20 * time.Millisecond
+
+// blindLimit is the longest a sampler may go without a kept sample before
+// its verdict means nothing.
+const blindLimit = time.Second
+
+func (c *cluster) monitor(t testing.TB, p netip.Prefix) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &monitor{cancel: cancel, done: make(chan struct{})}
+	m := &monitor{t: t, cancel: cancel, done: make(chan struct{}), lastKept: time.Now()}
 	go func() {
 		defer close(m.done)
 		for ctx.Err() == nil {
@@ -240,6 +253,8 @@ func (c *cluster) monitor(p netip.Prefix) *monitor {
 func (m *monitor) sample(at time.Time, holders int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.blind = max(m.blind, at.Sub(m.lastKept))
+	m.lastKept = at
 	m.maxHolders = max(m.maxHolders, holders)
 	switch {
 	case holders > 1:
@@ -267,6 +282,9 @@ func (m *monitor) stop() (longestDouble time.Duration, maxHolders int) {
 	defer m.mu.Unlock()
 	if !m.doubleSince.IsZero() {
 		m.endStretch()
+	}
+	if m.blind = max(m.blind, time.Since(m.lastKept)); m.blind > blindLimit {
+		m.t.Errorf("the holder monitor kept no sample for %s (reads failed or took over %s): it has not watched", m.blind.Round(time.Millisecond), sampleSpread)
 	}
 	return m.longest, m.maxHolders
 }

@@ -15,26 +15,40 @@ import (
 // it again 200 ms later (the systemd unit's RestartSec), ten times, at the
 // default advertisement interval, while a monitor samples every node for the
 // VIP: the restarted daemon resumes as master before any backup's
-// master-down interval (3.6 s) ends, so the VIP never leaves the holder
-// (every sample of each round sees it there, and nowhere else) and no two
-// nodes ever hold it.
+// master-down interval ends, so the VIP never leaves the holder — every
+// sample from the kill to past the time a backup would have taken over, or
+// a resume that gave up would have released it, sees it there and nowhere
+// else — and no two nodes ever hold it.
 func TestKillRestartLoopNoDoubleHolder(t *testing.T) {
 	c := newCluster(t, 3, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
 	c.startAll(t)
 	c.waitHolder(t, vip4, -1, 15*time.Second)
-	mon := c.monitor(vip4)
+	mon := c.monitor(t, vip4)
+	// The backups' master-down interval at 1 s (3 × 1 s + the skew, 0.61 s)
+	// from the last advertisement before the kill, and a resume that gives
+	// up after three intervals from the restart: 5 s covers both.
+	const watch = 5 * time.Second
 	for round := range 10 {
 		h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
 		away := c.watchAway(vip4, h)
+		killed := time.Now()
 		if err := c.procs[h].Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_, _ = c.procs[h].Wait(5 * time.Second)
 		time.Sleep(200 * time.Millisecond)
-		c.start(t, h)
-		time.Sleep(time.Second)
-		if n, first := away(); n > 0 {
+		p := c.start(t, h)
+		waitLine(t, p, 0, "resumed: the VIP was bound at start")
+		time.Sleep(time.Until(killed.Add(watch)))
+		n, first, blind := away()
+		switch {
+		case n > 0:
 			t.Errorf("round %d: the VIP was not on %s alone in %d samples (the first %s after the kill)", round+1, c.nodes[h].Name, n, first)
+		case blind > blindLimit:
+			t.Errorf("round %d: no sample kept for %s: the VIP was not watched", round+1, blind)
+		}
+		if i, err := p.WaitLine(0, 0, "Not resuming"); err == nil {
+			t.Errorf("round %d: %s", round+1, p.Line(i))
 		}
 	}
 	c.waitHolder(t, vip4, -1, 15*time.Second)
@@ -47,12 +61,14 @@ func TestKillRestartLoopNoDoubleHolder(t *testing.T) {
 
 // watchAway samples, every 5 ms until the returned function is called, whether
 // p is on node h and no other; that function returns how many samples saw
-// otherwise and when the first of them was, from the start.
-func (c *cluster) watchAway(p netip.Prefix, h int) func() (int, time.Duration) {
+// otherwise, when the first of them was (from the start), and the longest
+// time without a kept sample (reads failed or took over sampleSpread).
+func (c *cluster) watchAway(p netip.Prefix, h int) func() (int, time.Duration, time.Duration) {
 	start := time.Now()
 	quit, done := make(chan struct{}), make(chan struct{})
 	var n int
-	var first time.Duration
+	var first, blind time.Duration
+	last := start
 	go func() {
 		defer close(done)
 		for {
@@ -66,6 +82,7 @@ func (c *cluster) watchAway(p netip.Prefix, h int) func() (int, time.Duration) {
 			if err != nil || time.Since(at) > sampleSpread {
 				continue
 			}
+			blind, last = max(blind, at.Sub(last)), at
 			if len(hs) != 1 || hs[0] != h {
 				if n == 0 {
 					first = at.Sub(start).Round(time.Millisecond)
@@ -74,10 +91,10 @@ func (c *cluster) watchAway(p netip.Prefix, h int) func() (int, time.Duration) {
 			}
 		}
 	}()
-	return func() (int, time.Duration) {
+	return func() (int, time.Duration, time.Duration) {
 		close(quit)
 		<-done
-		return n, first
+		return n, first, max(blind, time.Since(last))
 	}
 }
 

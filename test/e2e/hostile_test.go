@@ -81,7 +81,7 @@ func TestHostileVRRPPackets(t *testing.T) {
 	c, h, x := attackedPair(t)
 	skip := []int{c.procs[0].Lines(), c.procs[1].Lines()}
 	pkts := hostile.VRRP(rand.New(rand.NewPCG(5798, 1)), 300, 51, vip4.Addr(), netip.MustParseAddr("192.0.2.99"))
-	mon := c.monitor(vip4)
+	mon := c.monitor(t, vip4)
 	if err := lab.InNetns(x.NS, func() error { return hostile.SendVRRP(pkts, vrrp.GroupV4, "eth0") }); err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 		t.Fatal(err)
 	}
 	start := waitFirstOK(t, probe, time.Now(), 20*time.Second)
-	mon, neigh, arp := c.monitor(vip4), watchNeighbour(c.client), watchARP(t, c.cluster, vip4.Addr())
+	mon, neigh, arp := c.monitor(t, vip4), watchNeighbour(c.client), watchARP(t, c.cluster, vip4.Addr())
 	order := []int{}
 	for i := range c.nodes {
 		if i != holder {

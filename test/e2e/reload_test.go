@@ -32,7 +32,7 @@ func TestReloadKeepsTheVIP(t *testing.T) {
 	if err := lab.Eventually(10*time.Second, func() error { return pr.steady(500 * time.Millisecond) }); err != nil {
 		t.Fatal(err)
 	}
-	mon := c.monitor(vip4)
+	mon := c.monitor(t, vip4)
 	from := time.Now()
 	reload := func(i int, extra ...string) int {
 		t.Helper()
@@ -66,10 +66,10 @@ func TestReloadKeepsTheVIP(t *testing.T) {
 
 	// The backup: a higher priority with preempt, applied live, takes the
 	// VIP by the usual rules (make before break).
-	mon = c.monitor(vip4)
+	mon = c.monitor(t, vip4)
+	moved := time.Now()
 	skip = reload(b, "NOVAEDGE_CP_VIP_PRIORITY=150", "NOVAEDGE_CP_VIP_PREEMPT=true")
 	waitLine(t, c.procs[b], skip, "Configuration reloaded", "NOVAEDGE_CP_VIP_PREEMPT", "NOVAEDGE_CP_VIP_PRIORITY")
-	moved := time.Now()
 	if got, _ := c.waitHolder(t, vip4, h, 15*time.Second); got != b {
 		t.Fatalf("holder %s, want %s after its priority rose", c.nodes[got].Name, c.nodes[b].Name)
 	}

@@ -24,7 +24,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	c.reach(t, vip4.Addr(), h)
 
 	// The holder's apiserver dies: it resigns with priority 0 after 3 failed checks.
-	mon := c.monitor(vip4)
+	mon := c.monitor(t, vip4)
 	if err := c.apis[h].Set(lab.ServerError); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	c.reach(t, vip4.Addr(), next)
 	// Make before break: the resigned holder keeps the VIP until 100 ms
 	// after the new master's first advertisement (its GARP lands first);
-	// the monitor samples three namespaces by ip(8), tens of ms apart.
+	// the monitor reads the three namespaces by netlink every 5 ms.
 	double, _ := mon.stop()
 	figure(t, "both the resigned and the new holder have the VIP (make before break, 100 ms grace)", double)
 	if double > makeBeforeBreak {
@@ -47,7 +47,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 
 	// SIGTERM on the holder: priority 0, a backup takes over after its skew time.
 	h = next
-	mon = c.monitor(vip4)
+	mon = c.monitor(t, vip4)
 	sig := time.Now()
 	if err := c.procs[h].Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestVRRPOneHolderAndTakeovers(t *testing.T) {
 	c.reach(t, vip4.Addr(), next)
 
 	// The stopped node comes back: it must not double-hold.
-	mon = c.monitor(vip4)
+	mon = c.monitor(t, vip4)
 	c.start(t, h)
 	waitLine(t, c.procs[h], 0, "VRRP state changed", "to=backup")
 	c.stayOne(t, vip4, 2*time.Second)
@@ -106,7 +106,7 @@ func TestVRRPLinkCut(t *testing.T) {
 		if err := lab.Eventually(10*time.Second, func() error { return pr.steady(500 * time.Millisecond) }); err != nil {
 			t.Fatal(err)
 		}
-		mon := c.monitor(vip4)
+		mon := c.monitor(t, vip4)
 		back := time.Now()
 		skip := lines(c.procs[h], "VRRP state changed", "to=backup")
 		if err := c.nodes[h].SetSwitchPort(true); err != nil {

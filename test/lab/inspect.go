@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Addr is one address of an interface as `ip -j addr` shows it.
+// Addr is one address of an interface, as `ip addr` shows it.
 type Addr struct {
 	Prefix    netip.Prefix
 	Label     string
@@ -40,7 +40,7 @@ func (h *Host) AddrsOf(dev string) ([]Addr, error) {
 		return nil, fmt.Errorf("%s: namespace %s: %w", h.Name, h.NS, err)
 	}
 	defer ns.Close()
-	nl, err := netlink.NewHandleAt(ns)
+	nl, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("%s: netlink in %s: %w", h.Name, h.NS, err)
 	}
@@ -52,18 +52,26 @@ func (h *Host) AddrsOf(dev string) ([]Addr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: link %s: %w", h.Name, dev, err)
 	}
+	// A dump that an address change interrupted (a failover, just what the
+	// samplers watch) is read again.
 	list, err := nl.AddrList(link, netlink.FAMILY_ALL)
+	for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 5; try++ {
+		list, err = nl.AddrList(link, netlink.FAMILY_ALL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: addresses of %s: %w", h.Name, dev, err)
 	}
 	var addrs []Addr
 	for _, a := range list {
+		if a.IPNet == nil {
+			continue
+		}
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok {
 			continue
 		}
 		ones, _ := a.Mask.Size()
-		addrs = append(addrs, Addr{Prefix: netip.PrefixFrom(ip.Unmap(), ones), Label: a.Label,
+		addrs = append(addrs, Addr{Prefix: netip.PrefixFrom(ip, ones), Label: a.Label,
 			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, NoDAD: a.Flags&unix.IFA_F_NODAD != 0})
 	}
 	return addrs, nil
