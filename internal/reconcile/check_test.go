@@ -1,9 +1,12 @@
 package reconcile
 
 import (
+	"context"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/bind"
 	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
@@ -58,4 +61,75 @@ func TestCheckKeepsAnUnboundVIPDown(t *testing.T) {
 	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Removed}) {
 		t.Fatalf("claimed while bound: %v, want removed", got)
 	}
+}
+
+// TestUnboundVIPIsNeverAnnounced: the elector asks for a VIP to be held and
+// announced (Hold) while the conflict check has not cleared it: nothing is
+// bound and nothing announced; once cleared, it is bound (and announced by
+// the Changed hook), and a Hold after that announces it again. The loop
+// announced an elected VIP the check kept down (TestAnnouncementsOnTheWire:
+// an unsolicited NA for the IPv6 VIP 150 ms before it was bound).
+func TestUnboundVIPIsNeverAnnounced(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	v := &lockedVerdicts{v: verdicts{vip4.Addr(): bind.Unprobed}}
+	r := New(f, []netip.Prefix{vip4})
+	r.SetCheck(v)
+	changed := make(chan Change, 16)
+	announced := make(chan []netip.Prefix, 16)
+	l := NewLoop(r, nil, time.Hour, Hooks{
+		Changed:    func(c Change) { changed <- c },
+		Reannounce: func(held []netip.Prefix, _ string) { announced <- held },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	l.Hold(vip4)
+	l.Hold(vip4)
+	l.Poke()
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case held := <-announced:
+		t.Fatalf("announced %v while the check kept it unbound", held)
+	case c := <-changed:
+		t.Fatalf("changed %+v while the check kept it unbound", c)
+	default:
+	}
+	v.set(vip4.Addr(), bind.Clear)
+	l.Poke()
+	select {
+	case c := <-changed:
+		if c.Action != Installed {
+			t.Fatalf("change %+v, want installed", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not bound once cleared")
+	}
+	l.Hold(vip4)
+	select {
+	case held := <-announced:
+		if !slices.Equal(held, []netip.Prefix{vip4}) {
+			t.Fatalf("announced %v", held)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a bound VIP asked for again is not announced")
+	}
+}
+
+// lockedVerdicts is verdicts safe to change while a loop reads it.
+type lockedVerdicts struct {
+	mu sync.Mutex
+	v  verdicts
+}
+
+func (l *lockedVerdicts) Verdict(vip netip.Addr, want bool) bind.Check {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.v[vip]
+}
+
+func (l *lockedVerdicts) set(vip netip.Addr, c bind.Check) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.v[vip] = c
 }

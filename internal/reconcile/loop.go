@@ -161,7 +161,9 @@ func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 }
 
 // reannounce calls the hook with the held VIPs the step did not just bind:
-// all of them after link up, else those asked for.
+// all of them after link up, else those asked for. Held means bound by this
+// node: a VIP elected but kept down (the conflict check has not cleared it,
+// or another host answers for it) is never announced.
 func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) {
 	if l.hooks.Reannounce == nil || (!linkUp && len(again) == 0) {
 		return
@@ -172,7 +174,7 @@ func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change
 	}
 	var held []netip.Prefix
 	for _, vip := range l.rec.owned {
-		if desired[vip] && !bound[vip] && (linkUp || again[vip]) {
+		if desired[vip] && !bound[vip] && l.rec.Held(vip) && (linkUp || again[vip]) {
 			held = append(held, vip)
 		}
 	}

@@ -93,7 +93,7 @@ func TestAnnouncementsOnTheWire(t *testing.T) {
 	}
 
 	nas := tshark(t, l.client, file, "icmpv6.type == 136 && icmpv6.nd.na.target_address == 2001:db8::100",
-		"icmpv6.nd.na.flag.o", "icmpv6.nd.na.flag.s", "icmpv6.opt.linkaddr", "ipv6.hlim", "ipv6.dst")
+		"icmpv6.nd.na.flag.o", "icmpv6.nd.na.flag.s", "icmpv6.opt.linkaddr", "ipv6.hlim", "ipv6.dst", "frame.time_relative")
 	if len(nas) != 3 {
 		t.Fatalf("%d unsolicited NAs, want 3:\n%v", len(nas), nas)
 	}
