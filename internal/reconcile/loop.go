@@ -160,29 +160,16 @@ func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 	return desired, again
 }
 
-// reannounce calls the hook with the held VIPs the step did not just bind:
-// all of them after link up, else those asked for. Held means bound by this
-// node: a VIP elected but kept down (the conflict check has not cleared it,
-// or another host answers for it) is never announced.
+// reannounce calls the hook with what the pass announces again.
 func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) {
 	if l.hooks.Reannounce == nil || (!linkUp && len(again) == 0) {
 		return
 	}
-	bound := map[netip.Prefix]bool{}
-	for _, c := range changes {
-		bound[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
-	}
-	var held []netip.Prefix
-	for _, vip := range l.rec.owned {
-		if desired[vip] && !bound[vip] && l.rec.Held(vip) && (linkUp || again[vip]) {
-			held = append(held, vip)
+	if held := l.rec.ToAnnounce(desired, again, changes, linkUp); len(held) > 0 {
+		reason := "asked"
+		if linkUp {
+			reason = "link up"
 		}
-	}
-	reason := "asked"
-	if linkUp {
-		reason = "link up"
-	}
-	if len(held) > 0 {
 		l.hooks.Reannounce(held, reason)
 	}
 }

@@ -164,6 +164,27 @@ func (r *Reconciler) AllBound() (bool, error) {
 	return len(r.owned) > 0, nil
 }
 
+// ToAnnounce returns the VIPs a pass announces again: those this node has
+// bound that the pass did not just bind (announcing what it binds is the
+// Changed hook's), all of them after link up, else those asked for (again).
+// A VIP elected but kept down — the conflict check has not cleared it, or
+// another host answers for it — is never announced.
+func (r *Reconciler) ToAnnounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) []netip.Prefix {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bound := map[netip.Prefix]bool{}
+	for _, c := range changes {
+		bound[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
+	}
+	var out []netip.Prefix
+	for _, vip := range r.owned {
+		if desired[vip] && !bound[vip] && r.held[vip.Addr()] && (linkUp || again[vip]) {
+			out = append(out, vip)
+		}
+	}
+	return out
+}
+
 // Held reports whether this node holds vip (installed and present at the last step).
 func (r *Reconciler) Held(vip netip.Prefix) bool {
 	r.mu.Lock()

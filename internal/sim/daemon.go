@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -167,24 +168,19 @@ func (d *daemon) step() {
 	}
 	again, linkUp := d.again, d.linkUp
 	d.again, d.linkUp = map[netip.Prefix]bool{}, false
-	bound := map[netip.Prefix]bool{}
-	for _, c := range d.rec.Step(desired) {
+	changes := d.rec.Step(desired)
+	for _, c := range changes {
 		switch c.Action {
 		case reconcile.Installed, reconcile.Fixed:
 			d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
-			bound[c.VIP] = true
 			d.burst(c.VIP.Addr())
 		case reconcile.Removed:
 			d.h.s.w.logf("%s   removed %s", d.h.name, c.VIP)
 			d.bursts[c.VIP.Addr()]++
-		case reconcile.Failed:
-			bound[c.VIP] = true
 		}
 	}
-	for _, vip := range d.vips {
-		if desired[vip] && !bound[vip] && (linkUp || again[vip]) {
-			d.burst(vip.Addr())
-		}
+	for _, vip := range d.rec.ToAnnounce(desired, again, changes, linkUp) {
+		d.burst(vip.Addr())
 	}
 }
 
@@ -199,6 +195,9 @@ func (d *daemon) burst(vip netip.Addr) {
 	d.bursts[vip]++
 	gen := d.bursts[vip]
 	h := d.h
+	if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
+		h.s.inv.announcedUnbound = fmt.Sprintf("%s starts announcing %s, which it has not bound", h.name, vip)
+	}
 	if h.role == ours {
 		own := h.addrOf(vip)
 		h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: own})

@@ -67,10 +67,10 @@ type host struct {
 func (h *host) linked() bool { return h.iface && h.carrier }
 
 // holds says whether the kernel answers for vip now.
-func (h *host) holds(vip netip.Addr) bool {
-	if !h.linked() {
-		return false
-	}
+func (h *host) holds(vip netip.Addr) bool { return h.linked() && h.bound(vip) }
+
+// bound says whether vip is in h's address table, carrier or not.
+func (h *host) bound(vip netip.Addr) bool {
 	list, _ := h.addrs.List()
 	return slices.ContainsFunc(list, func(p netip.Prefix) bool { return p.Addr() == vip })
 }

@@ -54,10 +54,11 @@ func newBounds(sh shape) bounds {
 
 // state is what the invariants remember between events.
 type state struct {
-	twoSince      time.Time // since when two running nodes hold the VIP
-	strangerSince time.Time // since when the stranger answers for the VIPs
-	expects       []expectation
-	expected      int // expectations registered
+	twoSince         time.Time // since when two running nodes hold the VIP
+	strangerSince    time.Time // since when the stranger answers for the VIPs
+	expects          []expectation
+	expected         int    // expectations registered
+	announcedUnbound string // set when one of our nodes starts announcing a VIP it has not bound
 }
 
 func newState() state { return state{} }
@@ -72,8 +73,8 @@ type expectation struct {
 
 // check runs every invariant; the first that fails is returned.
 func (s *sim) check() error {
-	for _, c := range []func() *Failure{s.neverTwoHolders, s.neverAStrangersAddress, s.exactlyOneHealthyHolder,
-		s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.expectations} {
+	for _, c := range []func() *Failure{s.neverTwoHolders, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
+		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.expectations} {
 		if f := c(); f != nil {
 			f.At = s.w.now.Sub(epoch)
 			return f
@@ -116,6 +117,17 @@ func (s *sim) neverAStrangersAddress() *Failure {
 		}
 	}
 	return nil
+}
+
+// announcesOnlyWhatItHolds: a node announces (gratuitous ARP, unsolicited
+// NA) only a VIP it has bound: an announcement of one the conflict check
+// keeps down claims an address on the wire before its probe cleared it.
+// Always, no bound.
+func (s *sim) announcesOnlyWhatItHolds() *Failure {
+	if s.inv.announcedUnbound == "" {
+		return nil
+	}
+	return &Failure{"a node announces only a VIP it holds", 0, s.inv.announcedUnbound}
 }
 
 // eligible says whether h should be able to hold the VIP: its daemon runs,
