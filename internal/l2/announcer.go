@@ -67,7 +67,7 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 	if opts.Guard != nil {
 		rec.SetCheck(opts.Guard)
 	}
-	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Changed: a.changed, Reannounce: a.reannounce})
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Before: a.before, Changed: a.changed, Reannounce: a.reannounce})
 	return a
 }
 
@@ -95,6 +95,20 @@ func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
 func (a *Announcer) Run(ctx context.Context) {
 	a.ctx = ctx
 	a.loop.Run(ctx)
+}
+
+// before ends the announcements of every VIP this node no longer wants, at
+// the election's word, not only when a step removes it: an interface
+// deleted takes the VIP with it and no step removes anything, and a burst
+// retrying its failed send announced the VIP on the interface made again,
+// with the new MAC, while another node held it (whose conflict check then
+// saw a stranger answer and released it).
+func (a *Announcer) before(desired map[netip.Prefix]bool) {
+	for vip, want := range desired {
+		if !want {
+			a.stopBurst(vip.Addr())
+		}
+	}
 }
 
 func (a *Announcer) changed(c reconcile.Change) {

@@ -2,6 +2,7 @@ package l2
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -122,5 +123,45 @@ func TestTakeoverAnnouncesSelfFirst(t *testing.T) {
 	defer rec.mu.Unlock()
 	if want := []netip.Addr{self, vip.Addr(), vip.Addr()}; !slices.Equal(rec.sent, want) {
 		t.Fatalf("sent %v, want %v", rec.sent, want)
+	}
+}
+
+// TestReleaseEndsAFailingBurst: the interface is deleted while a burst
+// announces the VIP: the kernel takes the VIP with it (no step removes it:
+// listing the addresses fails), the send fails and is retried. The election
+// releases the VIP; when the interface is back, nothing is announced. The
+// burst retried on and announced the VIP on the new interface while another
+// node held it (TestInterfaceDeletedAndCreatedAgain: the holder's conflict
+// check saw a stranger and released it).
+func TestReleaseEndsAFailingBurst(t *testing.T) {
+	a, rec, _, addrs := newTestAnnouncer(t, Options{Repeat: 1})
+	var gone sync.Mutex // held while the interface is gone
+	fail := errors.New("no such interface")
+	send := a.send
+	a.send = func(ifname string, vip netip.Addr) error {
+		if !gone.TryLock() {
+			return fail
+		}
+		gone.Unlock()
+		return send(ifname, vip)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	gone.Lock()
+	a.Hold(vip)                       // bound: the burst starts
+	time.Sleep(50 * time.Millisecond) // its first send fails, a retry waits
+	if got, _ := addrs.List(); !slices.Equal(got, []netip.Prefix{vip}) {
+		t.Fatalf("addresses %v, want the VIP bound", got)
+	}
+	addrs.Fail(nil, fail) // the interface is gone
+	a.Release(vip)
+	time.Sleep(50 * time.Millisecond)
+	gone.Unlock() // the interface is back
+	addrs.Fail(nil, nil)
+	time.Sleep(6 * retryGap)
+	if n := rec.count(); n != 0 {
+		t.Fatalf("%d announcements after the release: %v", n, rec.sent)
 	}
 }

@@ -22,6 +22,8 @@ const (
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
 	garpGap         = 1100 * time.Millisecond
+	sendRetryGap    = 200 * time.Millisecond // l2's retryGap: a failed announcement tried again
+	sendTries       = 5
 	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
 )
 
@@ -168,6 +170,11 @@ func (d *daemon) step() {
 	}
 	again, linkUp := d.again, d.linkUp
 	d.again, d.linkUp = map[netip.Prefix]bool{}, false
+	for vip, want := range desired { // l2.Announcer.before: a VIP let go is not announced on
+		if !want {
+			d.bursts[vip.Addr()]++
+		}
+	}
 	changes := d.rec.Step(desired)
 	for _, c := range changes {
 		switch c.Action {
@@ -195,24 +202,32 @@ func (d *daemon) burst(vip netip.Addr) {
 	d.bursts[vip]++
 	gen := d.bursts[vip]
 	h := d.h
-	if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
-		h.s.inv.announcedUnbound = fmt.Sprintf("%s starts announcing %s, which it has not bound", h.name, vip)
-	}
 	if h.role == ours {
 		own := h.addrOf(vip)
 		h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: own})
 	}
-	var send func(left int)
-	send = func(left int) {
-		if d.bursts[vip] != gen || !h.holds(vip) {
+	// send is l2.Announcer.announce: on an interface that is gone the send
+	// fails and is tried again sendRetryGap apart; one that goes out for a
+	// VIP this node has not bound breaks the invariant.
+	var send func(left, try int)
+	send = func(left, try int) {
+		switch {
+		case d.bursts[vip] != gen:
 			return
+		case !h.iface && try < sendTries:
+			d.after(sendRetryGap, "garp retry", func() { send(left, try+1) })
+			return
+		case h.iface && h.linked():
+			if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
+				h.s.inv.announcedUnbound = fmt.Sprintf("%s announces %s, which it has not bound", h.name, vip)
+			}
+			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
 		}
-		h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
 		if left > 1 {
-			d.after(garpGap, "garp", func() { send(left - 1) })
+			d.after(garpGap, "garp", func() { send(left-1, 1) })
 		}
 	}
-	send(max(1, d.cfg.GARPRepeat))
+	send(max(1, d.cfg.GARPRepeat), 1)
 }
 
 // check runs one health check and schedules the next (health.Checker.Run).
