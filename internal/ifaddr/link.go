@@ -37,7 +37,13 @@ func (l *Link) List() ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding interface %s: %w", l.Name, err)
 	}
+	// A dump an address change on the host interrupted is read again: the
+	// kernel's dump is of every interface's addresses, so any change on
+	// the host (a CNI's, our own) can break it.
 	addrs, err := l.h.AddrList(link, netlink.FAMILY_ALL)
+	for try := 0; errors.Is(err, netlink.ErrDumpInterrupted) && try < 3; try++ {
+		addrs, err = l.h.AddrList(link, netlink.FAMILY_ALL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses of %s: %w", l.Name, err)
 	}

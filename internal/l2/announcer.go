@@ -116,7 +116,7 @@ func (a *Announcer) changed(c reconcile.Change) {
 	switch c.Action {
 	case reconcile.Installed, reconcile.Fixed:
 		a.startBurst(c.VIP.Addr())
-	case reconcile.Removed:
+	case reconcile.Removed, reconcile.Lost:
 		a.stopBurst(c.VIP.Addr())
 	}
 }

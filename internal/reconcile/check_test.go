@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"slices"
 	"sync"
@@ -76,7 +77,9 @@ func TestUnboundVIPIsNeverAnnounced(t *testing.T) {
 	r.SetCheck(v)
 	changed := make(chan Change, 16)
 	announced := make(chan []netip.Prefix, 16)
+	passes := make(chan struct{}, 64)
 	l := NewLoop(r, nil, time.Hour, Hooks{
+		Before:     func(map[netip.Prefix]bool) { passes <- struct{}{} },
 		Changed:    func(c Change) { changed <- c },
 		Reannounce: func(held []netip.Prefix, _ string) { announced <- held },
 	})
@@ -84,10 +87,11 @@ func TestUnboundVIPIsNeverAnnounced(t *testing.T) {
 	done := make(chan struct{})
 	go func() { l.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
+	<-passes // the first pass, before any Hold
 	l.Hold(vip4)
+	<-passes
 	l.Hold(vip4)
-	l.Poke()
-	time.Sleep(50 * time.Millisecond)
+	<-passes
 	select {
 	case held := <-announced:
 		t.Fatalf("announced %v while the check kept it unbound", held)
@@ -132,4 +136,79 @@ func (l *lockedVerdicts) set(vip netip.Addr, c bind.Check) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.v[vip] = c
+}
+
+// TestAnnouncementAskedDuringAListFailureIsKept: a VIP found bound at start
+// (undecided passes leave it as it is), then the election resumes it and asks
+// for an announcement (Hold) on a pass that cannot read the interface: the
+// request waits for the next pass that can, and is served once.
+func TestAnnouncementAskedDuringAListFailureIsKept(t *testing.T) {
+	f := reconciletest.New(nodeIP, vip4)
+	r := New(f, []netip.Prefix{vip4})
+	announced := make(chan []netip.Prefix, 16)
+	passes := make(chan struct{}, 64)
+	l := NewLoop(r, nil, time.Hour, Hooks{
+		Before:     func(map[netip.Prefix]bool) { passes <- struct{}{} },
+		Reannounce: func(held []netip.Prefix, _ string) { announced <- held },
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-passes // undecided: nothing touched
+	f.Fail(nil, errors.New("dump interrupted"))
+	l.Hold(vip4)
+	<-passes
+	select {
+	case held := <-announced:
+		t.Fatalf("announced %v on a pass that could not read the interface", held)
+	default:
+	}
+	f.Fail(nil, nil)
+	l.Poke()
+	select {
+	case held := <-announced:
+		if !slices.Equal(held, []netip.Prefix{vip4}) {
+			t.Fatalf("announced %v", held)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the announcement asked for during the failure was lost")
+	}
+	l.Poke()
+	<-passes
+	<-passes
+	select {
+	case held := <-announced:
+		t.Fatalf("announced again: %v", held)
+	default:
+	}
+}
+
+// TestHeldVIPGoneIsLost: a held VIP disappears from the interface (deleted
+// by hand, flushed) while the conflict check does not let it be bound again:
+// the step reports it Lost (nothing to remove), so that what announces it
+// stops, and does not announce it again.
+func TestHeldVIPGoneIsLost(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	v := verdicts{vip4.Addr(): bind.Clear}
+	r := New(f, []netip.Prefix{vip4})
+	r.SetCheck(v)
+	hold := map[netip.Prefix]bool{vip4: true}
+	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Installed}) {
+		t.Fatalf("%v, want installed", got)
+	}
+	_ = f.Del(vip4)
+	v[vip4.Addr()] = bind.Claimed
+	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Lost}) {
+		t.Fatalf("%v, want lost", got)
+	}
+	if r.Held(vip4) {
+		t.Error("a lost VIP is still held")
+	}
+	if got, _ := r.ToAnnounce(hold, hold, nil, true); len(got) != 0 {
+		t.Errorf("a lost VIP announced: %v", got)
+	}
+	if got := r.Step(hold); len(got) != 0 {
+		t.Errorf("lost again: %v", got)
+	}
 }

@@ -11,6 +11,8 @@ func LogChange(log *slog.Logger, mode string, c Change) {
 		log.Warn("Control-plane VIP restored after an outside change", "address", c.VIP, "mode", mode)
 	case Removed:
 		log.Info("Control-plane VIP released", "address", c.VIP, "mode", mode)
+	case Lost:
+		log.Warn("Control-plane VIP gone from the interface, not bound again now", "address", c.VIP, "mode", mode)
 	case Failed:
 		log.Error("Reconciling the VIP failed, will retry", "address", c.VIP, "mode", mode, "error", c.Err)
 	}

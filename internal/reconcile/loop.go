@@ -93,8 +93,7 @@ func (l *Loop) Run(ctx context.Context) {
 	for {
 		desired, again := l.snapshot()
 		changes := l.apply(desired)
-		l.reannounce(desired, again, changes, linkUp)
-		linkUp = false
+		linkUp = l.reannounce(desired, again, changes, linkUp)
 		select {
 		case <-ctx.Done():
 			l.releaseAll()
@@ -105,7 +104,7 @@ func (l *Loop) Run(ctx context.Context) {
 			if !ok {
 				l.events = nil
 			}
-			linkUp = ev == LinkUp
+			linkUp = linkUp || ev == LinkUp
 		}
 	}
 }
@@ -160,18 +159,30 @@ func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 	return desired, again
 }
 
-// reannounce calls the hook with what the pass announces again.
-func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) {
+// reannounce calls the hook with what the pass announces again. A pass
+// that could not read the interface leaves the requests to the next one:
+// it returns linkUp still pending and puts again back.
+func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) (pending bool) {
 	if l.hooks.Reannounce == nil || (!linkUp && len(again) == 0) {
-		return
+		return false
 	}
-	if held := l.rec.ToAnnounce(desired, again, changes, linkUp); len(held) > 0 {
+	held, ok := l.rec.ToAnnounce(desired, again, changes, linkUp)
+	if !ok {
+		l.mu.Lock()
+		for vip := range again {
+			l.again[vip] = true
+		}
+		l.mu.Unlock()
+		return linkUp
+	}
+	if len(held) > 0 {
 		reason := "asked"
 		if linkUp {
 			reason = "link up"
 		}
 		l.hooks.Reannounce(held, reason)
 	}
+	return false
 }
 
 func hasFailure(changes []Change) bool {

@@ -25,6 +25,7 @@ const (
 	Fixed     Action = "fixed"     // re-added or corrected after someone else changed it
 	Removed   Action = "removed"   // removed because we do not hold it (also: left by an earlier run)
 	Failed    Action = "failed"    // a kernel call failed; the next pass retries
+	Lost      Action = "lost"      // held, now gone from the interface and not to be bound again now (nothing to remove)
 )
 
 // Change is one action on one VIP.
@@ -45,10 +46,11 @@ type Checker interface {
 
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
 type Reconciler struct {
-	addrs Addresses
-	owned []netip.Prefix
-	held  map[netip.Addr]bool // installed by us and not released since
-	check Checker             // nil: no conflict check
+	addrs  Addresses
+	owned  []netip.Prefix
+	held   map[netip.Addr]bool // installed by us and not released since
+	listed bool                // the last Step read the interface's addresses
+	check  Checker             // nil: no conflict check
 
 	mu     sync.Mutex // guards counts, read by status while Step runs
 	counts Counts
@@ -73,7 +75,7 @@ func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	actual, err := r.addrs.List()
-	if err != nil {
+	if r.listed = err == nil; !r.listed {
 		return r.count([]Change{{Action: Failed, Err: fmt.Errorf("listing addresses: %w", err)}})
 	}
 	var changes []Change
@@ -89,8 +91,12 @@ func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 			changes = append(changes, r.install(vip, present))
 		case len(present) > 0:
 			changes = append(changes, r.remove(vip, present))
-		default:
+		case r.held[vip.Addr()]:
+			// Held, gone from the interface (deleted by hand, flushed)
+			// and not to be bound again now: nothing to remove, but
+			// what announces it must stop.
 			r.held[vip.Addr()] = false
+			changes = append(changes, Change{VIP: vip, Action: Lost})
 		}
 	}
 	return r.count(changes)
@@ -169,23 +175,29 @@ func (r *Reconciler) AllBound() (bool, error) {
 // Changed hook's), all of them after link up, else those asked for (again).
 // A VIP elected but kept down — the conflict check has not cleared it, or
 // another host answers for it — is never announced.
-func (r *Reconciler) ToAnnounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) []netip.Prefix {
+// A pass that could not read the interface announces nothing (what it
+// holds is not known): ok is false, and the caller asks again next pass.
+func (r *Reconciler) ToAnnounce(desired, again map[netip.Prefix]bool, changes []Change, linkUp bool) (vips []netip.Prefix, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	bound := map[netip.Prefix]bool{}
+	if !r.listed {
+		return nil, false
+	}
+	touched := map[netip.Prefix]bool{}
 	for _, c := range changes {
-		bound[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
+		touched[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
 	}
 	var out []netip.Prefix
 	for _, vip := range r.owned {
-		if desired[vip] && !bound[vip] && r.held[vip.Addr()] && (linkUp || again[vip]) {
+		if desired[vip] && !touched[vip] && r.held[vip.Addr()] && (linkUp || again[vip]) {
 			out = append(out, vip)
 		}
 	}
-	return out
+	return out, true
 }
 
-// Held reports whether this node holds vip (installed and present at the last step).
+// Held reports whether this node holds vip (installed and present at the
+// last step that read the interface).
 func (r *Reconciler) Held(vip netip.Prefix) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -181,12 +181,19 @@ func (d *daemon) step() {
 		case reconcile.Installed, reconcile.Fixed:
 			d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
 			d.burst(c.VIP.Addr())
-		case reconcile.Removed:
-			d.h.s.w.logf("%s   removed %s", d.h.name, c.VIP)
+		case reconcile.Removed, reconcile.Lost:
+			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
 			d.bursts[c.VIP.Addr()]++
 		}
 	}
-	for _, vip := range d.rec.ToAnnounce(desired, again, changes, linkUp) {
+	vips, ok := d.rec.ToAnnounce(desired, again, changes, linkUp)
+	if !ok { // reconcile.Loop: the next pass asks again
+		for vip := range again {
+			d.again[vip] = true
+		}
+		d.linkUp = d.linkUp || linkUp
+	}
+	for _, vip := range vips {
 		d.burst(vip.Addr())
 	}
 }
