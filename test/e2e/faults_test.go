@@ -30,7 +30,7 @@ func TestKillRestartLoopNoDoubleHolder(t *testing.T) {
 	const watch = 5 * time.Second
 	for round := range 10 {
 		h, _ := c.waitHolder(t, vip4, -1, 15*time.Second)
-		away := c.watchAway(vip4, h)
+		away := c.watchAway(t, vip4, h)
 		killed := time.Now()
 		if err := c.procs[h].Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -63,37 +63,26 @@ func TestKillRestartLoopNoDoubleHolder(t *testing.T) {
 // p is on node h and no other; that function returns how many samples saw
 // otherwise, when the first of them was (from the start), and the longest
 // time without a kept sample (reads failed or took over sampleSpread).
-func (c *cluster) watchAway(p netip.Prefix, h int) func() (int, time.Duration, time.Duration) {
+func (c *cluster) watchAway(t testing.TB, p netip.Prefix, h int) func() (int, time.Duration, time.Duration) {
 	start := time.Now()
-	quit, done := make(chan struct{}), make(chan struct{})
 	var n int
 	var first, blind time.Duration
 	last := start
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-quit:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			at := time.Now()
-			hs, err := c.holders(p)
-			if err != nil || time.Since(at) > sampleSpread {
-				continue
-			}
-			blind, last = max(blind, at.Sub(last)), at
-			if len(hs) != 1 || hs[0] != h {
-				if n == 0 {
-					first = at.Sub(start).Round(time.Millisecond)
-				}
-				n++
-			}
+	stop := every(t, 5*time.Millisecond, func(at time.Time) {
+		hs, err := c.holders(p)
+		if err != nil || time.Since(at) > sampleSpread {
+			return
 		}
-	}()
+		blind, last = max(blind, at.Sub(last)), at
+		if len(hs) != 1 || hs[0] != h {
+			if n == 0 {
+				first = at.Sub(start).Round(time.Millisecond)
+			}
+			n++
+		}
+	})
 	return func() (int, time.Duration, time.Duration) {
-		close(quit)
-		<-done
+		stop()
 		return n, first, max(blind, time.Since(last))
 	}
 }
