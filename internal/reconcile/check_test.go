@@ -83,10 +83,7 @@ func TestUnboundVIPIsNeverAnnounced(t *testing.T) {
 		Changed:    func(c Change) { changed <- c },
 		Reannounce: func(held []netip.Prefix, _ string) { announced <- held },
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runLoop(t, l)
 	<-passes // the first pass, before any Hold
 	l.Hold(vip4)
 	<-passes
@@ -110,14 +107,7 @@ func TestUnboundVIPIsNeverAnnounced(t *testing.T) {
 		t.Fatal("not bound once cleared")
 	}
 	l.Hold(vip4)
-	select {
-	case held := <-announced:
-		if !slices.Equal(held, []netip.Prefix{vip4}) {
-			t.Fatalf("announced %v", held)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("a bound VIP asked for again is not announced")
-	}
+	expectAnnounced(t, announced, "a bound VIP asked for again", vip4)
 }
 
 // lockedVerdicts is verdicts safe to change while a loop reads it.
@@ -151,10 +141,7 @@ func TestAnnouncementAskedDuringAListFailureIsKept(t *testing.T) {
 		Before:     func(map[netip.Prefix]bool) { passes <- struct{}{} },
 		Reannounce: func(held []netip.Prefix, _ string) { announced <- held },
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { l.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	runLoop(t, l)
 	<-passes // undecided: nothing touched
 	f.Fail(nil, errors.New("dump interrupted"))
 	l.Hold(vip4)
@@ -166,14 +153,7 @@ func TestAnnouncementAskedDuringAListFailureIsKept(t *testing.T) {
 	}
 	f.Fail(nil, nil)
 	l.Poke()
-	select {
-	case held := <-announced:
-		if !slices.Equal(held, []netip.Prefix{vip4}) {
-			t.Fatalf("announced %v", held)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the announcement asked for during the failure was lost")
-	}
+	expectAnnounced(t, announced, "the announcement asked for during the failure", vip4)
 	l.Poke()
 	<-passes
 	<-passes
@@ -210,5 +190,27 @@ func TestHeldVIPGoneIsLost(t *testing.T) {
 	}
 	if got := r.Step(hold); len(got) != 0 {
 		t.Errorf("lost again: %v", got)
+	}
+}
+
+// runLoop runs l until the test ends.
+func runLoop(t *testing.T, l *Loop) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { l.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// expectAnnounced waits for one Reannounce hook call with want.
+func expectAnnounced(t *testing.T, ch <-chan []netip.Prefix, what string, want ...netip.Prefix) {
+	t.Helper()
+	select {
+	case held := <-ch:
+		if !slices.Equal(held, want) {
+			t.Fatalf("%s: announced %v, want %v", what, held, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: not announced", what)
 	}
 }

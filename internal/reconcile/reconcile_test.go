@@ -135,23 +135,9 @@ func TestLoop(t *testing.T) {
 	events <- AddrChanged
 	expect(Fixed, vip4)
 	events <- LinkUp
-	select {
-	case held := <-linkUp:
-		if !slices.Equal(held, []netip.Prefix{vip4}) {
-			t.Errorf("LinkUp hook got %v", held)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no LinkUp hook")
-	}
+	expectAnnounced(t, linkUp, "link up", vip4)
 	l.Hold(vip4) // held: announced again
-	select {
-	case held := <-linkUp:
-		if !slices.Equal(held, []netip.Prefix{vip4}) {
-			t.Errorf("Reannounce hook got %v", held)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no Reannounce hook")
-	}
+	expectAnnounced(t, linkUp, "asked again", vip4)
 	cancel()
 	expect(Removed, vip4)
 	<-done
