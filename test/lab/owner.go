@@ -66,6 +66,7 @@ func sweep(logf func(string, ...any)) {
 		for _, root := range cgroups {
 			removeCgroupTree(root)
 		}
+		unmountSystemdNodes(prefix)
 		for _, ns := range nss {
 			_ = run("ip", "netns", "del", ns)
 		}
@@ -121,4 +122,22 @@ func namespaces(prefix string) []string {
 func nsPIDs(ns string) []int {
 	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
 	return parsePIDs(out)
+}
+
+// unmountSystemdNodes unmounts the overlays of prefix's systemd nodes
+// (NewSystemdNode mounts them under a directory named PREFIX-sd-NODE-*)
+// and removes their directories.
+func unmountSystemdNodes(prefix string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.Contains(f[4], "/"+prefix+"-sd-") {
+			continue
+		}
+		_ = run("umount", "-l", f[4])
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"-sd-*"))
+	for _, d := range dirs {
+		_ = os.RemoveAll(d)
+	}
 }

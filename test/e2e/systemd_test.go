@@ -1,0 +1,415 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// The README's install procedure, literally, on three Debian 12 nodes
+// booted with systemd as PID 1 (systemd-nspawn in the lab's namespaces,
+// test/lab/systemd.go) in front of a real control plane: `make package`'s
+// .deb installed by apt, the env file, check-config, `systemctl enable
+// --now`; then what an operator does to the unit and the node, each step
+// with the client's failed requests through the VIP counted and, in L2
+// mode, the VIP's holders sampled.
+
+// sdStep is one thing done to the running group and what it may cost.
+type sdStep struct {
+	name   string
+	do     func(t *testing.T, node int) // node: the holder (L2) or the node the step is done on (BGP)
+	failed int                          // requests through the VIP that may fail
+	double time.Duration                // L2: the longest two-holder stretch allowed
+	keep   bool                         // L2: the VIP never leaves the node
+	why    string                       // where the bounds come from
+}
+
+// sdLab is the group on systemd nodes, in either mode.
+type sdLab struct {
+	nodes  []*lab.SystemdNode
+	cp     *lab.ControlPlane
+	client *lab.Host
+	debs   []string // the .debs, oldest first, on the host
+	env    func(i int) string
+	probe  *lab.Process
+}
+
+// systemdTree is the cached systemd node tree; without it the test is
+// skipped (or fails in CI).
+func systemdTree(t testing.TB) string {
+	t.Helper()
+	tree, err := lab.SystemdTreeFromEnv()
+	needBuilt(t, err)
+	return tree
+}
+
+// bootNodes makes systemd nodes of hosts and boots them.
+func (s *sdLab) bootNodes(t testing.TB, tree string, hosts []*lab.Host) {
+	t.Helper()
+	for _, h := range hosts {
+		n, err := h.NewSystemdNode(tree)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The cluster CA where kubeadm puts it (the daemon's default).
+		ca, err := os.ReadFile(s.cp.PKI.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.WriteFile("/etc/kubernetes/pki/ca.crt", ca, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Boot(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		s.nodes = append(s.nodes, n)
+	}
+	t.Cleanup(func() { s.checkJournals(t) })
+}
+
+// buildDebs packs the build under test twice, as two versions: the second
+// is the upgrade.
+func (s *sdLab) buildDebs(t testing.TB) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := filepath.Join(dir, "novaedge-cpvip.newer")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e-upgrade", "-o", newer, "../../cmd/novaedge-cpvip")
+	if other := os.Getenv("NOVAEDGE_E2E_BINARY"); other != "" {
+		build = exec.Command("cp", other, newer)
+	}
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the upgrade: %v\n%s", err, out)
+	}
+	for _, b := range []struct{ bin, version string }{{binary, "0.1.0~e2e1"}, {newer, "0.1.0~e2e2"}} {
+		deb, err := lab.BuildDeb(repo, b.bin, b.version, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.debs = append(s.debs, deb)
+	}
+}
+
+// sh runs a shell command line on node i as an operator would type it.
+func (s *sdLab) sh(t testing.TB, i int, line string) string {
+	t.Helper()
+	out, err := s.nodes[i].Exec("sh", "-c", line)
+	if err != nil {
+		t.Fatalf("%s$ %s: %v\n%s", s.nodes[i].Name, line, err, out)
+	}
+	return out
+}
+
+// install is the README's install section on node i with deb: apt, the
+// env file, check-config, enable --now.
+func (s *sdLab) install(t testing.TB, i int, deb string) {
+	t.Helper()
+	n := s.nodes[i]
+	b, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WriteFile("/root/"+filepath.Base(deb), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.sh(t, i, "cd /root && apt-get install -y -q ./"+filepath.Base(deb))
+	// sudoedit: the settings appended to the packaged file (mode kept).
+	f, err := os.OpenFile(filepath.Join(n.Root, "etc/novaedge/cpvip.env"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(s.env(i))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := s.sh(t, i, "novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env")
+	if strings.Contains(out, "BGP_PASSWORD=s") {
+		t.Errorf("check-config printed the BGP password:\n%s", out)
+	}
+	s.sh(t, i, "systemctl enable --now novaedge-cpvip")
+}
+
+// mainPID is the daemon's PID on node i (0: not running).
+func (s *sdLab) mainPID(t testing.TB, i int) int {
+	t.Helper()
+	pid, err := s.nodes[i].MainPID("novaedge-cpvip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// waitActive waits until node i's unit is active with a main process.
+func (s *sdLab) waitActive(t testing.TB, i int, within time.Duration) {
+	t.Helper()
+	err := lab.Eventually(within, func() error {
+		out, _ := s.nodes[i].Exec("systemctl", "is-active", "novaedge-cpvip")
+		if strings.TrimSpace(out) != "active" {
+			return fmt.Errorf("%s: novaedge-cpvip is %q", s.nodes[i].Name, strings.TrimSpace(out))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sandboxRefusal is a journal line of the sandbox refusing the daemon
+// something: a permission error of ours, or a seccomp kill.
+var sandboxRefusal = regexp.MustCompile(`(?i)operation not permitted|permission denied|\bEPERM\b|\bEACCES\b|status=31/SYS|SIGSYS|seccomp|read-only file system`)
+
+// checkJournals fails the test for any sandbox refusal in any node's
+// journal of the unit.
+func (s *sdLab) checkJournals(t testing.TB) {
+	for _, n := range s.nodes {
+		if !n.Running() {
+			continue
+		}
+		out, err := n.Journal("-u", "novaedge-cpvip")
+		if err != nil {
+			t.Errorf("%s: journal: %v", n.Name, err)
+			continue
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if sandboxRefusal.MatchString(line) {
+				t.Errorf("%s: the sandbox refused something: %s", n.Name, line)
+			}
+		}
+		if t.Failed() {
+			t.Logf("%s: journal of novaedge-cpvip, last lines:\n%s", n.Name, tail(out, 40))
+		}
+	}
+}
+
+// journalSince is node i's journal of the unit from when on.
+func (s *sdLab) journalSince(t testing.TB, i int, when time.Time) string {
+	t.Helper()
+	out, err := s.nodes[i].Journal("-u", "novaedge-cpvip", "--since", "@"+fmt.Sprintf("%.3f", float64(when.UnixMilli())/1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitJournal waits until node i's journal of the unit since when has a
+// line with every part.
+func (s *sdLab) waitJournal(t testing.TB, i int, when time.Time, within time.Duration, parts ...string) string {
+	t.Helper()
+	var found string
+	err := lab.Eventually(within, func() error {
+		for _, l := range strings.Split(s.journalSince(t, i, when), "\n") {
+			if containsAll(l, parts) {
+				found = l
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: no journal line with %q", s.nodes[i].Name, parts)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// systemctl runs systemctl on node i.
+func (s *sdLab) systemctl(args ...string) func(t *testing.T, i int) {
+	return func(t *testing.T, i int) { s.sh(t, i, "systemctl "+strings.Join(args, " ")) }
+}
+
+// reload changes a live value and a restart-only one in node i's env file,
+// reloads, and checks what the journal says; the daemon keeps its PID. The
+// restart-only change is put back (a later restart must not split the
+// group) and reloaded again.
+func (s *sdLab) reload(t *testing.T, i int) {
+	pid := s.mainPID(t, i)
+	at := time.Now()
+	s.sh(t, i, "cp /etc/novaedge/cpvip.env /root/cpvip.env.before && printf 'NOVAEDGE_CP_VIP_LOG_LEVEL=debug\\nNOVAEDGE_CP_VIP_API_PORT=6444\\n' >> /etc/novaedge/cpvip.env && systemctl reload novaedge-cpvip")
+	s.waitJournal(t, i, at, 10*time.Second, "Configuration reloaded", "NOVAEDGE_CP_VIP_LOG_LEVEL")
+	s.waitJournal(t, i, at, 10*time.Second, "need a restart", "NOVAEDGE_CP_VIP_API_PORT")
+	s.sh(t, i, "cp /root/cpvip.env.before /etc/novaedge/cpvip.env && systemctl reload novaedge-cpvip")
+	if now := s.mainPID(t, i); now != pid {
+		t.Errorf("%s: reload changed the daemon's PID %d → %d", s.nodes[i].Name, pid, now)
+	}
+}
+
+// killHard is `systemctl kill -s KILL`: systemd restarts the daemon
+// (Restart=always), which must log that it took over what the killed one
+// held.
+func (s *sdLab) killHard(t *testing.T, i int) {
+	pid, at := s.mainPID(t, i), time.Now()
+	s.sh(t, i, "systemctl kill -s KILL novaedge-cpvip")
+	err := lab.Eventually(10*time.Second, func() error {
+		if now, err := s.nodes[i].MainPID("novaedge-cpvip"); err != nil || now == 0 || now == pid {
+			return fmt.Errorf("%s: not restarted yet (PID %d)", s.nodes[i].Name, now)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitJournal(t, i, at, 10*time.Second, "Starting control-plane VIP manager")
+}
+
+// stopStart is `systemctl stop` (it must end with Result=success), then
+// start again.
+func (s *sdLab) stopStart(t *testing.T, i int) {
+	s.sh(t, i, "systemctl stop novaedge-cpvip")
+	if r := strings.TrimSpace(s.sh(t, i, "systemctl show -P Result novaedge-cpvip")); r != "success" {
+		t.Errorf("%s: stop ended with Result=%s", s.nodes[i].Name, r)
+	}
+	s.settle(t)
+	s.sh(t, i, "systemctl start novaedge-cpvip")
+}
+
+// powerCycle powers node i off (a real shutdown) and boots it again: the
+// enabled unit starts at boot.
+func (s *sdLab) powerCycle(t *testing.T, i int) {
+	if err := s.nodes[i].Poweroff(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s.settle(t)
+	if err := s.nodes[i].Boot(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	s.waitActive(t, i, 30*time.Second)
+}
+
+// upgrade installs the newer .deb over the running daemon (its postinst
+// restarts it) and checks the new build runs.
+func (s *sdLab) upgrade(t *testing.T, i int) {
+	at := time.Now()
+	b, err := os.ReadFile(s.debs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(s.debs[1])
+	if err := s.nodes[i].WriteFile("/root/"+name, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.sh(t, i, "cd /root && apt-get install -y -q ./"+name)
+	s.waitJournal(t, i, at, 30*time.Second, "Starting control-plane VIP manager", "version=e2e-upgrade")
+	if out := s.sh(t, i, "grep -c '^NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env"); strings.TrimSpace(out) != "1" {
+		t.Errorf("%s: the upgrade lost the env file's settings", s.nodes[i].Name)
+	}
+}
+
+// remove is `apt remove` (the service stops, releasing what it holds; the
+// env file stays), then `apt purge` (the env file goes).
+func (s *sdLab) remove(t *testing.T, i int) {
+	s.sh(t, i, "apt-get remove -y -q novaedge-cpvip")
+	if _, err := s.nodes[i].Exec("test", "-f", "/etc/novaedge/cpvip.env"); err != nil {
+		t.Errorf("%s: apt remove deleted the env file", s.nodes[i].Name)
+	}
+	s.settle(t)
+	s.sh(t, i, "apt-get purge -y -q novaedge-cpvip")
+	if _, err := s.nodes[i].Exec("test", "-e", "/etc/novaedge/cpvip.env"); err == nil {
+		t.Errorf("%s: apt purge left the env file", s.nodes[i].Name)
+	}
+}
+
+// settle is the time after a step in which its cost is still counted: the
+// failover that follows it, at the default 1 s adverts (master down 3.6 s).
+func (s *sdLab) settle(testing.TB) { time.Sleep(5 * time.Second) }
+
+// startProbe starts the client's requests through the VIP.
+func (s *sdLab) startProbe(t testing.TB) {
+	t.Helper()
+	p, err := s.cp.StartProbe(s.client, realServer, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.probe = p
+	waitFirstOK(t, p, time.Now(), 30*time.Second)
+}
+
+// costs is one row per step: what the client and the samplers saw.
+type costs []string
+
+func (c *costs) add(format string, args ...any) { *c = append(*c, fmt.Sprintf(format, args...)) }
+
+func (c costs) log(t testing.TB, mode string) {
+	t.Logf("FIGURE systemd %s, per step:\n  %s", mode, strings.Join(c, "\n  "))
+}
+
+// TestSystemdL2 is the README's procedure on three systemd nodes in L2
+// mode (dual stack): one holder; then reload, restart, kill, stop, power
+// off and on, upgrade and removal on the holder.
+func TestSystemdL2(t *testing.T) {
+	tree := systemdTree(t)
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	s := &sdLab{cp: c.cp, client: c.client}
+	s.env = func(int) string { return "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "," + vip6.String() + "\n" }
+	s.buildDebs(t)
+	c.startControlPlane(t)
+	s.bootNodes(t, tree, c.nodes)
+	for i := range s.nodes {
+		s.install(t, i, s.debs[0])
+	}
+	holder, _ := c.waitHolder(t, vip4, -1, time.Minute)
+	if h6, _ := c.waitHolder(t, vip6, -1, 30*time.Second); h6 != holder {
+		t.Fatalf("the IPv4 VIP is on %s, the IPv6 one on %s", c.nodes[holder].Name, c.nodes[h6].Name)
+	}
+	if out := s.sh(t, holder, "novaedge-cpvip status"); !strings.Contains(out, vip4.Addr().String()) {
+		t.Errorf("status on the holder names no VIP:\n%s", out)
+	} else {
+		t.Logf("novaedge-cpvip status on the holder:\n%s", out)
+	}
+	s.startProbe(t)
+	steps := []sdStep{
+		{name: "systemctl reload", do: s.reload, failed: 0, keep: true, why: "nothing moves"},
+		{name: "systemctl restart", do: s.systemctl("restart", "novaedge-cpvip"), failed: 20, double: 300 * time.Millisecond, why: "TBD"},
+		{name: "systemctl kill -s KILL", do: s.killHard, failed: 20, keep: true, why: "TBD"},
+		{name: "systemctl stop, start", do: s.stopStart, failed: 20, double: 300 * time.Millisecond, why: "TBD"},
+		{name: "poweroff, boot", do: s.powerCycle, failed: 20, double: 300 * time.Millisecond, why: "TBD"},
+		{name: "apt install (upgrade)", do: s.upgrade, failed: 20, double: 300 * time.Millisecond, why: "TBD"},
+		{name: "apt remove, purge", do: s.remove, failed: 20, double: 300 * time.Millisecond, why: "TBD"},
+	}
+	var rows costs
+	for _, st := range steps {
+		holder, _ = c.waitHolder(t, vip4, -1, 30*time.Second)
+		m4, m6 := c.monitor(t, vip4), c.monitor(t, vip6)
+		var away func() (int, time.Duration, time.Duration)
+		if st.keep {
+			away = c.watchAway(t, vip4, holder)
+		}
+		from := time.Now()
+		st.do(t, holder)
+		s.settle(t)
+		d4, max4 := m4.stop()
+		d6, max6 := m6.stop()
+		ss := lab.Samples(s.probe)
+		ok, failed, firstErr := lab.RequestCounts(ss, from, time.Now())
+		now, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+		row := fmt.Sprintf("%-24s on %s: %d of %d requests failed (%q), two holders IPv4 %s IPv6 %s, then held by %s",
+			st.name, c.nodes[holder].Name, failed, ok+failed, firstErr, d4, d6, c.nodes[now].Name)
+		if st.keep {
+			n, first, blind := away()
+			row += fmt.Sprintf(", away %d samples (first at %s, blind %s)", n, first, blind)
+			if n > 0 {
+				t.Errorf("%s: the VIP left %s (%d samples, first %s after)", st.name, c.nodes[holder].Name, n, first)
+			}
+		}
+		rows.add("%s", row)
+		if failed > st.failed {
+			t.Errorf("%s: %d requests failed, at most %d (%s); %s", st.name, failed, st.failed, st.why, lab.RequestRuns(ss, from, time.Now()))
+		}
+		if max(d4, d6) > st.double || max4 > 2 || max6 > 2 {
+			t.Errorf("%s: two holders for %s (IPv4) %s (IPv6), at most %s (%s)", st.name, d4, d6, st.double, st.why)
+		}
+	}
+	rows.log(t, "L2")
+}
