@@ -22,6 +22,10 @@ declare -A want=(
   [iptables]=iptables
   [ethtool]=ethtool
   [/usr/lib/cni/bridge]=containernetworking-plugins
+  # systemd nodes: a Debian tree booted with systemd as PID 1 (test/lab/systemd.go)
+  [debootstrap]=debootstrap
+  [systemd-nspawn]=systemd-container
+  [nsenter]=util-linux
   # arm64 under emulation: the unit tests (make unit-arm64) and the mixed group
   [qemu-aarch64-static]=qemu-user-static
 )
