@@ -50,9 +50,10 @@ func Listen(ifname string, v6 bool, peers, exclude []netip.Addr) (*Conn, error) 
 	if err != nil {
 		return nil, fmt.Errorf("opening netlink: %w", err)
 	}
-	// AF_UNIX, like glibc's if_nametoindex: the ioctl answers for the
-	// socket's network namespace, whatever the family.
-	ctl, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	// For the interface ioctls: they answer for the socket's network
+	// namespace, whatever the family. AF_INET, not glibc's AF_UNIX: the
+	// unit allows no local sockets (RestrictAddressFamilies).
+	ctl, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		nl.Close()
 		return nil, fmt.Errorf("opening a control socket: %w", err)

@@ -182,7 +182,7 @@ func (s *sdLab) waitActive(t testing.TB, i int, within time.Duration) {
 
 // sandboxRefusal is a journal line of the sandbox refusing the daemon
 // something: a permission error of ours, or a seccomp kill.
-var sandboxRefusal = regexp.MustCompile(`(?i)operation not permitted|permission denied|\bEPERM\b|\bEACCES\b|status=31/SYS|SIGSYS|seccomp|read-only file system`)
+var sandboxRefusal = regexp.MustCompile(`(?i)operation not permitted|permission denied|\bEPERM\b|\bEACCES\b|status=31/SYS|SIGSYS|seccomp|read-only file system|address family not supported|EAFNOSUPPORT`)
 
 // checkJournals fails the test for any sandbox refusal in any node's
 // journal of the unit.
@@ -204,6 +204,43 @@ func (s *sdLab) checkJournals(t testing.TB) {
 		if t.Failed() {
 			t.Logf("%s: journal of novaedge-cpvip, last lines:\n%s", n.Name, tail(out, 40))
 		}
+	}
+}
+
+// maxExposure is the unit's `systemd-analyze security` score
+// (docs/security.md): what it is today, so that any option lost fails.
+const maxExposure = 1.8
+
+// checkSandbox checks, on node i, that the daemon runs as its own user with
+// only its two capabilities, and the loaded unit's exposure score.
+func (s *sdLab) checkSandbox(t testing.TB, i int) {
+	t.Helper()
+	pid := s.mainPID(t, i)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := string(b)
+	uid := regexp.MustCompile(`(?m)^Uid:\s+(\d+)`).FindStringSubmatch(st)
+	if want := strings.TrimSpace(s.sh(t, i, "id -u novaedge-cpvip")); uid == nil || uid[1] != want || want == "0" {
+		t.Errorf("%s: the daemon runs as uid %v, want novaedge-cpvip's %s", s.nodes[i].Name, uid, want)
+	}
+	// CAP_NET_ADMIN (12) and CAP_NET_RAW (13): 0x3000.
+	for _, set := range []string{"CapEff", "CapBnd", "CapAmb"} {
+		if m := regexp.MustCompile(`(?m)^` + set + `:\s+([0-9a-f]+)`).FindStringSubmatch(st); m == nil || strings.TrimLeft(m[1], "0") != "3000" {
+			t.Errorf("%s: the daemon's %s is %v, want CAP_NET_ADMIN and CAP_NET_RAW only (3000)", s.nodes[i].Name, set, m)
+		}
+	}
+	out, _ := s.nodes[i].Exec("systemd-analyze", "security", "--no-pager", "novaedge-cpvip")
+	m := regexp.MustCompile(`Overall exposure level for novaedge-cpvip.service: ([0-9.]+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("%s: systemd-analyze security:\n%s", s.nodes[i].Name, out)
+	}
+	var score float64
+	fmt.Sscan(m[1], &score)
+	t.Logf("FIGURE systemd: the loaded unit's exposure %.1f (systemd-analyze security)", score)
+	if score > maxExposure {
+		t.Errorf("%s: exposure %.1f, at most %.1f:\n%s", s.nodes[i].Name, score, maxExposure, out)
 	}
 }
 
@@ -380,6 +417,7 @@ func TestSystemdL2(t *testing.T) {
 	} else {
 		t.Logf("novaedge-cpvip status on the holder:\n%s", out)
 	}
+	s.checkSandbox(t, holder)
 	s.startProbe(t)
 	steps := []sdStep{
 		{name: "systemctl reload", do: s.reload, keep: true, why: "nothing moves and the apiserver is not touched"},
@@ -469,6 +507,7 @@ func TestSystemdBGP(t *testing.T) {
 	for i := range b.nodes {
 		b.waitBFD(t, nodeV4(i), "up", 30*time.Second)
 	}
+	s.checkSandbox(t, 0)
 	s.startProbe(t)
 	steps := []sdStep{
 		{name: "systemctl reload", do: s.reload, why: "nothing is withdrawn"},
