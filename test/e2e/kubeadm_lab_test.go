@@ -24,6 +24,7 @@ type kubeLab struct {
 	hosts  []*lab.Host
 	router *lab.Host // BGP mode
 	vipDev string    // where our pod binds the VIP: eth0 (L2) or lo (BGP)
+	svc    *sdLab    // we run as the systemd service (the .deb), not the static pod
 }
 
 // kubeVIP is the control plane's endpoint in the kubeadm lab.
@@ -131,7 +132,7 @@ func (k *kubeLab) startNodes(t testing.TB, opts lab.KubeOptions) {
 	if k.kc, err = lab.NewKubeCluster(k.Lab, bin, k.hosts, kubeVIP, opts, img); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kubeadm lab: %d nodes with containerd, kubelet loop and images in %s", len(k.hosts), time.Since(start).Round(time.Millisecond))
+	t.Logf("kubeadm lab: %d systemd nodes with containerd, kubelet and images in %s", len(k.hosts), time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, n := range k.kc.Nodes {
@@ -142,21 +143,54 @@ func (k *kubeLab) startNodes(t testing.TB, opts lab.KubeOptions) {
 	})
 }
 
-// writeOurPod runs `novaedge-cpvip manifest pod ARGS > MANIFEST` on node i,
-// as the kubeadm guide says.
+// writeOurPod writes what `novaedge-cpvip manifest pod ARGS` prints to
+// node i's manifest directory, as the kubeadm guide says (the command runs
+// on the host: the node has no binary of ours).
 func (k *kubeLab) writeOurPod(t testing.TB, i int, args ...string) {
 	t.Helper()
-	cmd := binary + " manifest pod " + strings.Join(args, " ") + " > " + lab.Manifest("novaedge-cpvip")
-	if out, err := k.kc.Nodes[i].Run("sh", "-c", "mkdir -p /etc/kubernetes/manifests && "+cmd); err != nil {
-		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	out, err := exec.Command(binary, append([]string{"manifest", "pod"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("novaedge-cpvip manifest pod %s: %v", strings.Join(args, " "), err)
+	}
+	if err := k.kc.Nodes[i].WriteFile(lab.Manifest("novaedge-cpvip"), out, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
 // podLog returns the current log of the named static pod's container on
-// node n (kubelet keeps it under /var/log/pods).
+// node n (kubelet keeps it under /var/log/pods); ours, when we run as the
+// service, is its journal. Each line starts with its time (RFC 3339).
 func (k *kubeLab) podLog(n *lab.KubeNode, pod string) string {
+	if k.svc != nil && pod == "novaedge-cpvip" {
+		out, _ := n.Run("journalctl", "--no-pager", "-o", "short-iso-precise", "-u", "novaedge-cpvip", "-n", "200")
+		return out
+	}
 	out, _ := n.Run("sh", "-c", "cat /var/log/pods/kube-system_"+pod+"-"+n.Name+"_*/*/*.log 2>/dev/null | tail -n 200")
 	return out
+}
+
+// runOurs puts us on node i before its kubeadm init or join: our static
+// pod, or (k.svc) the .deb installed, configured and enabled as the README
+// says.
+func (k *kubeLab) runOurs(t testing.TB, i int, podArgs func(int) []string) {
+	t.Helper()
+	if k.svc == nil {
+		k.writeOurPod(t, i, podArgs(i)...)
+		return
+	}
+	k.svc.install(t, i, k.svc.debs[0])
+}
+
+// asService makes the lab run us as the systemd service on every node
+// (env gives node i's settings) instead of the static pod.
+func (k *kubeLab) asService(t testing.TB, env func(i int) string) {
+	t.Helper()
+	k.svc = &sdLab{client: k.client, env: env}
+	for _, n := range k.kc.Nodes {
+		k.svc.nodes = append(k.svc.nodes, n.SystemdNode)
+	}
+	k.svc.buildDebs(t)
+	t.Cleanup(func() { k.svc.checkJournals(t) })
 }
 
 // holders lists the nodes that hold the VIP (eth0 in L2 mode, lo in BGP).
@@ -241,7 +275,7 @@ func (k *kubeLab) powerOff(t testing.TB, i int) {
 		t.Fatal(err)
 	}
 	n.PowerOff()
-	if _, err := n.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
+	if _, err := n.Host.Exec("ip", "addr", "del", vip4.String(), "dev", k.vipDev); err != nil {
 		t.Logf("VIP already gone from the powered-off node: %v", err)
 	}
 }

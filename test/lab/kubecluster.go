@@ -49,8 +49,9 @@ type KubeOptions struct {
 // range, nothing is routed to it (the BGP lab's client is in the other half).
 const ServiceSubnet = "203.0.113.0/25"
 
-// NewKubeCluster turns hosts into kubeadm nodes: namespaces, containerd,
-// the kubelet loop, the control-plane images and extra (our image) imported.
+// NewKubeCluster turns hosts into kubeadm nodes booted with systemd:
+// containerd and the kubelet as services, the control-plane images and
+// extra (our image) imported.
 // Nothing of kubeadm runs yet.
 func NewKubeCluster(l *Lab, bin KubeBinaries, hosts []*Host, endpoint netip.AddrPort, opts KubeOptions, extraImages ...string) (*KubeCluster, error) {
 	images, err := bin.Images()
@@ -67,20 +68,11 @@ func NewKubeCluster(l *Lab, bin KubeBinaries, hosts []*Host, endpoint netip.Addr
 		return nil, err
 	}
 	for i, h := range hosts {
-		n, err := l.AddKubeNode(h, etcHosts.String())
+		n, err := l.AddKubeNode(h, bin.Tree, bin, etcHosts.String(), cniConfig(i), append([]string{images}, extraImages...)...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("node %s: %w", h.Name, err)
 		}
 		c.Nodes = append(c.Nodes, n)
-		if err := n.WriteFile("/etc/cni/net.d/10-lab.conflist", []byte(cniConfig(i)), 0o644); err != nil {
-			return nil, err
-		}
-		if err := n.StartServices(bin); err != nil {
-			return nil, fmt.Errorf("node %s: %w", h.Name, err)
-		}
-		if err := n.ImportImages(append([]string{images}, extraImages...)...); err != nil {
-			return nil, fmt.Errorf("node %s: %w", h.Name, err)
-		}
 	}
 	return c, nil
 }
@@ -301,6 +293,6 @@ func (c *KubeCluster) SetAPIServerFlag(i int, name, value string) error {
 // APIServerLive asks node i's apiserver for /livez from inside the node
 // (anonymous: kubeadm's RBAC lets everyone read the health endpoints).
 func (c *KubeCluster) APIServerLive(i int) bool {
-	_, err := c.Nodes[i].Run("curl", "-skf", "--max-time", "1", "https://"+c.Nodes[i].IPv4.Addr().String()+":6443/livez")
+	_, err := c.Nodes[i].Host.Exec("curl", "-skf", "--max-time", "1", "https://"+c.Nodes[i].IPv4.Addr().String()+":6443/livez") // the host's curl in the node's network
 	return err == nil
 }

@@ -30,6 +30,7 @@ const (
 type KubeBinaries struct {
 	RealBinaries
 	Kubeadm, Kubelet, ControllerManager, Scheduler, Pause string
+	Tree                                                  string // the systemd nodes' tree (SystemdTreeFromEnv)
 	dir                                                   string
 }
 
@@ -46,6 +47,9 @@ func KubeBinariesFromEnv() (KubeBinaries, error) {
 		if _, err := os.Stat(f); err != nil {
 			return KubeBinaries{}, fmt.Errorf("kubeadm lab (make realcp): %w", err)
 		}
+	}
+	if b.Tree, err = SystemdTreeFromEnv(); err != nil {
+		return KubeBinaries{}, fmt.Errorf("kubeadm lab: %w", err)
 	}
 	return b, nil
 }

@@ -2,9 +2,6 @@ package lab
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 )
 
 // containerdConfig is each node's containerd 1.6 configuration: its own
@@ -47,101 +44,55 @@ func cniConfig(i int) string {
 // ContainerdSocket is where each node's containerd listens, inside the node.
 const ContainerdSocket = "/run/containerd/containerd.sock"
 
-// kubeletLoop stands in for systemd's kubelet.service (Restart=always): it
-// runs kubelet as kubeadm's drop-in does while /run/kubelet.want says "run",
-// and starts it again a second after it exits. The systemctl shim writes
-// the wish and ends the running kubelet.
-const kubeletLoop = `while :; do
-  if [ "$(cat /run/kubelet.want 2>/dev/null)" != run ]; then sleep 0.2; continue; fi
-  KUBELET_KUBEADM_ARGS=""
-  [ -f /var/lib/kubelet/kubeadm-flags.env ] && . /var/lib/kubelet/kubeadm-flags.env
-  kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf \
-    --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS --cgroup-root=/$CGROUP_ROOT >>/var/log/kubelet.log 2>&1 &
-  echo $! > /run/kubelet.pid
-  wait $!
-  rm -f /run/kubelet.pid
-  sleep 1
-done
+// kubeletUnit is kubelet.service as the Kubernetes packages install it
+// (kubernetes/release, deb and rpm).
+const kubeletUnit = `[Unit]
+Description=kubelet: The Kubernetes Node Agent
+Documentation=https://kubernetes.io/docs/
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+ExecStart=/usr/bin/kubelet
+Restart=always
+StartLimitInterval=0
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
 `
 
-// systemctlShim is the systemctl kubeadm calls (daemon-reload, start, stop,
-// restart, status, is-enabled, is-active kubelet): it drives kubeletLoop.
-const systemctlShim = `#!/bin/sh
-# Only the kubelet runs here: another unit (kubeadm asks whether
-# systemd-resolved is active, and would point the kubelet at its resolv.conf)
-# is inactive.
-case "$1" in is-active|status)
-  case "$2" in kubelet|kubelet.service|"") ;; *) echo inactive; exit 3 ;; esac ;;
-esac
-alive() { [ -f /run/kubelet.pid ] && kill -0 "$(cat /run/kubelet.pid)" 2>/dev/null; }
-stop() { echo stop > /run/kubelet.want; if alive; then kill "$(cat /run/kubelet.pid)"; fi; i=0; while alive && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; }
-case "$1" in
-daemon-reload|enable|disable) exit 0 ;;
-start) echo run > /run/kubelet.want ;;
-stop) stop ;;
-restart) stop; echo run > /run/kubelet.want ;;
-is-enabled) echo enabled ;;
-is-active) if alive; then echo active; else echo inactive; exit 3; fi ;;
-status) echo "kubelet.service - kubelet (lab restart loop)"; echo "   Loaded: loaded"; alive || exit 3 ;;
-*) echo "systemctl shim: $* not supported" >&2; exit 1 ;;
-esac
+// kubeadmDropIn is kubeadm's drop-in for kubelet.service, as the kubeadm
+// package installs it: kubeadm init and join write kubeadm-flags.env, the
+// operator /etc/default/kubelet (here: the node's cgroup root).
+const kubeadmDropIn = `# Note: This dropin only works with kubeadm and kubelet v1.11+
+[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+# This is a file that "kubeadm init" and "kubeadm join" generates at runtime, populating the KUBELET_KUBEADM_ARGS variable dynamically
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+# This is a file that the user can use for overrides of the kubelet args as a last resort. Preferably, the user should use
+# the .NodeRegistration.KubeletExtraArgs object in the configuration files instead. KUBELET_EXTRA_ARGS should be sourced from this file.
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
 `
 
-// StartServices writes containerd's configuration, the systemctl shim and
-// links to the lab's kubelet and kubeadm into the node, and starts
-// containerd and the kubelet loop (kubelet itself waits for kubeadm's
-// `systemctl start`).
-func (n *KubeNode) StartServices(bin KubeBinaries) error {
-	for name, target := range map[string]string{"kubelet": bin.Kubelet, "kubeadm": bin.Kubeadm} {
-		if err := os.Symlink(target, filepath.Join(n.Bin(), name)); err != nil && !os.IsExist(err) {
-			return err
-		}
-	}
-	if err := os.WriteFile(filepath.Join(n.Bin(), "systemctl"), []byte(systemctlShim), 0o755); err != nil {
-		return err
-	}
-	if err := n.WriteFile("/etc/containerd/config.toml", []byte(containerdConfig), 0o644); err != nil {
-		return err
-	}
-	if _, err := n.StartIn("containerd", false, "containerd", "--config", "/etc/containerd/config.toml", "--log-level", "warn"); err != nil {
-		return err
-	}
-	if _, err := n.StartIn("kubelet-loop", false, "env", "CGROUP_ROOT="+n.cgroup, "sh", "-c", kubeletLoop); err != nil {
-		return err
-	}
-	return Eventually(30*time.Second, func() error {
-		_, err := n.Run("ctr", "-a", ContainerdSocket, "version")
-		return err
-	})
-}
+// cgroupsRWUnit is the one thing a lab node does that a machine does not
+// need: nspawn mounts the v1 controllers read-only, and containerd's runc
+// and the kubelet create cgroups there. It makes them writable and creates
+// the kubelet's cgroup root (%[1]s) in every hierarchy the node sees, before
+// containerd and the kubelet start.
+const cgroupsRWUnit = `[Unit]
+Description=Lab: cgroup controllers writable, kubelet's cgroup root
+DefaultDependencies=no
+Before=sysinit.target containerd.service kubelet.service
 
-// PowerOn boots a node that was powered off: the holder, containerd, and
-// kubelet (enabled: systemd starts it at boot), which starts the static
-// pods kubeadm left in /etc/kubernetes/manifests.
-func (n *KubeNode) PowerOn(bin KubeBinaries) error {
-	if err := n.boot(); err != nil {
-		return err
-	}
-	if err := n.StartServices(bin); err != nil {
-		return err
-	}
-	_, err := n.Run("systemctl", "start", "kubelet")
-	return err
-}
-
-// ImportImages loads docker-archive or OCI tarballs into the node's
-// containerd, in the namespace the CRI uses.
-func (n *KubeNode) ImportImages(files ...string) error {
-	for _, f := range files {
-		if out, err := n.Run("ctr", "-a", ContainerdSocket, "-n", "k8s.io", "images", "import", "--all-platforms", f); err != nil {
-			return fmt.Errorf("importing %s: %w (%s)", f, err, out)
-		}
-	}
-	return nil
-}
-
-// KubeletLog returns the node's kubelet log.
-func (n *KubeNode) KubeletLog() string {
-	b, _ := n.ReadFile("/var/log/kubelet.log")
-	return string(b)
-}
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -ec 'for h in /sys/fs/cgroup/*/; do h=$${h%%%%/}; \
+  case $$h in */systemd|*/unified) ;; *) mount -o remount,bind,rw $$h ;; esac; \
+  mkdir -p $$h/%[1]s; done; \
+  for f in cpus mems; do cat /sys/fs/cgroup/cpuset/cpuset.$$f > /sys/fs/cgroup/cpuset/%[1]s/cpuset.$$f; done'
+`

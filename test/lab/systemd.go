@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,18 @@ import (
 type SystemdNode struct {
 	*Host
 	Root string // the node's file system, as the host sees it
+	// Binds are host paths bound into the node at boot ("SRC:DST", read
+	// only unless Writable names DST).
+	Binds    []string
+	Writable map[string]bool
+	// APIVFSWritable boots the node with /proc/sys and the cgroup
+	// controllers writable, as a machine's are (kubelet and runc need them;
+	// nspawn mounts them read-only). Only for nodes whose units must write
+	// there: what is written is the host's kernel's.
+	APIVFSWritable bool
+	// Syscalls are system calls (or @groups) nspawn's filter lets the node
+	// make beyond its default list: runc needs the session keyring.
+	Syscalls []string
 
 	dir    string // overlay layers and the mount point
 	cgroup string // the node's cgroup, in the systemd and unified hierarchies
@@ -104,9 +117,25 @@ func (n *SystemdNode) Boot(d time.Duration) error {
 	for _, h := range []string{"systemd", "unified"} {
 		fmt.Fprintf(&mk, "mkdir -p /sys/fs/cgroup/%[1]s/%[2]s && echo $$ > /sys/fs/cgroup/%[1]s/%[2]s/cgroup.procs && ", h, n.cgroup)
 	}
-	script := mk.String() + `exec systemd-nspawn -D "$0" --machine="$1" --hostname="$2" --register=no --keep-unit ` +
-		`--network-namespace-path=/run/netns/"$1" --capability=all --console=passive -q -b`
-	p, err := n.lab.start(n.Name+"/nspawn", n.Name, n.lab.Logf, nil, []string{"sh", "-c", script, n.Root, n.NS, n.Name})
+	script := mk.String() + `root=$0 machine=$1 name=$2; shift 2; exec systemd-nspawn -D "$root" --machine="$machine" --hostname="$name" ` +
+		`--register=no --keep-unit --network-namespace-path=/run/netns/"$machine" --capability=all --console=passive -q -b "$@"`
+	argv := []string{"sh", "-c", script, n.Root, n.NS, n.Name}
+	for _, b := range n.Binds {
+		_, dst, _ := strings.Cut(b, ":")
+		if n.Writable[dst] {
+			argv = append(argv, "--bind="+b)
+		} else {
+			argv = append(argv, "--bind-ro="+b)
+		}
+	}
+	if len(n.Syscalls) > 0 {
+		argv = append(argv, "--system-call-filter="+strings.Join(n.Syscalls, " "))
+	}
+	var env []string
+	if n.APIVFSWritable {
+		env = append(env, "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
+	}
+	p, err := n.lab.start(n.Name+"/nspawn", n.Name, n.lab.Logf, env, argv)
 	if err != nil {
 		return err
 	}
@@ -150,12 +179,42 @@ func (n *SystemdNode) Running() bool {
 // Exec runs a command inside the node (its mount, UTS, IPC, network and
 // PID namespaces: what its units see) with a clean environment.
 func (n *SystemdNode) Exec(args ...string) (string, error) {
-	if !n.Running() {
-		return "", fmt.Errorf("%s is not running", n.Name)
+	return n.ExecInput(nil, args...)
+}
+
+// ExecInput is Exec with stdin as the command's standard input.
+func (n *SystemdNode) ExecInput(stdin io.Reader, args ...string) (string, error) {
+	argv, err := n.inside(args)
+	if err != nil {
+		return "", err
 	}
-	argv := append([]string{"-t", strconv.Itoa(n.leader), "-m", "-u", "-i", "-n", "-p", "--",
-		"env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "SYSTEMD_COLORS=0", "SYSTEMD_PAGER="}, args...)
-	return output(exec.Command("nsenter", argv...), n.Name, args)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin = stdin
+	return output(cmd, n.Name, args)
+}
+
+// StartIn starts a long-running command inside the node; its output lines
+// are kept, and logged when log is set.
+func (n *SystemdNode) StartIn(name string, log bool, args ...string) (*Process, error) {
+	argv, err := n.inside(args)
+	if err != nil {
+		return nil, err
+	}
+	var logf func(string, ...any)
+	if log {
+		logf = n.lab.Logf
+	}
+	return n.lab.start(name+"-"+n.Name, n.Name, logf, nil, argv)
+}
+
+// inside is the command line that runs args inside the node.
+func (n *SystemdNode) inside(args []string) ([]string, error) {
+	if !n.Running() {
+		return nil, fmt.Errorf("%s is not running", n.Name)
+	}
+	return append([]string{"nsenter", "-t", strconv.Itoa(n.leader), "-m", "-u", "-i", "-n", "-p", "--",
+		"env", "-i", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
+		"SYSTEMD_COLORS=0", "SYSTEMD_PAGER="}, args...), nil
 }
 
 // Journal is the node's journal for the given journalctl filters (e.g.

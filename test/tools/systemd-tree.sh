@@ -8,7 +8,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 suite=bookworm
-packages=systemd,systemd-sysv,dbus,iproute2,procps,ca-certificates
+# The kubeadm nodes add containerd, runc and what kubeadm's preflight and
+# kubelet look for (the same as the host lab's, test/tools/deps.sh).
+packages=systemd,systemd-sysv,dbus,iproute2,procps,ca-certificates,containerd,runc,iptables,ethtool,conntrack,containernetworking-plugins
 key=$( { cat "$here/systemd-tree.sh"; echo "$suite $packages"; } | sha256sum | cut -c1-16)
 dir="${NOVAEDGE_REALCP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/novaedge-cpvip}/systemd-tree-$key"
 if [ ! -f "$dir/.built" ]; then

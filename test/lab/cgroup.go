@@ -1,0 +1,55 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupPIDs lists the processes in the cgroup root and its children.
+func cgroupPIDs(root string) []int {
+	var out []int
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		out = append(out, parsePIDs(b)...)
+		return nil
+	})
+	return out
+}
+
+// parsePIDs parses whitespace-separated PIDs.
+func parsePIDs(b []byte) []int {
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// removeCgroupTree removes a cgroup directory and its children, deepest
+// first (a cgroup directory is removed by rmdir, never by unlinking files).
+func removeCgroupTree(root string) {
+	var dirs []string
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		for try := 0; try < 20; try++ {
+			if err := syscall.Rmdir(dirs[i]); err == nil || os.IsNotExist(err) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
