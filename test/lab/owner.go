@@ -126,7 +126,7 @@ func nsPIDs(ns string) []int {
 
 // unmountSystemdNodes unmounts the overlays of prefix's systemd nodes
 // (NewSystemdNode mounts them under a directory named PREFIX-sd-NODE-*)
-// and removes their directories.
+// and removes the lab's directories (PREFIX-*: the nodes', the daemons').
 func unmountSystemdNodes(prefix string) {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(b), "\n") {
@@ -136,7 +136,7 @@ func unmountSystemdNodes(prefix string) {
 		}
 		_ = run("umount", "-l", f[4])
 	}
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"-sd-*"))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"-*"))
 	for _, d := range dirs {
 		_ = os.RemoveAll(d)
 	}
