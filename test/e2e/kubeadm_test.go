@@ -490,7 +490,9 @@ func (k *kubeLab) podLogTime(t testing.TB, i int, pod, part string) time.Time {
 			}
 			ts, _, _ := strings.Cut(l, " ")
 			var err error
-			at, err = time.Parse(time.RFC3339Nano, ts)
+			if at, err = time.Parse(time.RFC3339Nano, ts); err != nil { // the runtime's stamp, or journalctl's short-iso-precise
+				at, err = time.Parse("2006-01-02T15:04:05.999999-0700", ts)
+			}
 			return err
 		}
 		return fmt.Errorf("no line with %q in %s's log on %s", part, pod, k.kc.Nodes[i].Name)
