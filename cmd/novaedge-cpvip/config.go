@@ -26,9 +26,14 @@ func loadConfig(name string, args []string, stderr io.Writer) (*config.Config, *
 }
 
 func checkConfig(args []string, stdout, stderr io.Writer) int {
-	cfg, _, warnings, code := loadConfig("check-config", args, stderr)
+	cfg, fl, warnings, code := loadConfig("check-config", args, stderr)
 	if cfg == nil {
 		return code
+	}
+	if fl.EnvFile != "" {
+		if msg := unreadableByService(fl.EnvFile); msg != "" {
+			warnings = append(warnings, msg)
+		}
 	}
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "warning:", w)

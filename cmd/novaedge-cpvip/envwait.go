@@ -65,6 +65,6 @@ func unreadable(path string) string {
 			owner = fmt.Sprintf("it is owned by %d:%d, mode %04o, and this process", s.Uid, s.Gid, st.Mode().Perm())
 		}
 	}
-	return fmt.Sprintf("%s runs as %d:%d; on this node, as root: chown %d:%d %s && chmod 0600 %s (the static pod runs as its own id; a file from an older install may belong to nobody, 65534, or to root)",
-		owner, uid, gid, uid, gid, path, path)
+	return fmt.Sprintf("%s runs as %d:%d; on this node, as root: chown %d:%d %s && chmod 0600 %s, or keep it root's and let this group read it: chgrp %d %s && chmod 0640 %s (the package's way for the service; the static pod runs as its own id; a file from an older install may belong to nobody, 65534, or to root)",
+		owner, uid, gid, uid, gid, path, path, gid, path, path)
 }

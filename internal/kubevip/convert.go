@@ -239,7 +239,7 @@ func (r *Result) bgp(take func(string) (string, bool)) error {
 	}
 	r.mpbgp(take)
 	if pass != "" || strings.Contains(r.Vars["NOVAEDGE_BGP_PEERS"], "password=") {
-		r.Notes = append(r.Notes, "BGP passwords are in the output: keep the env file readable by root only (mode 0600)")
+		r.Notes = append(r.Notes, "BGP passwords are in the output: keep the env file readable by root and the service's group only (root:novaedge-cpvip, mode 0640, as the package installs it)")
 	}
 	return nil
 }

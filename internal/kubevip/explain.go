@@ -42,8 +42,8 @@ func (r *Result) explain(env map[string]string, kind string) {
 func steps(bgp bool, kind string) []string {
 	remove := "sudo mv /etc/kubernetes/manifests/kube-vip.yaml /root/   # the kubelet stops kube-vip (SIGTERM: it drops the VIP and its Lease)"
 	s := []string{
-		"on every control-plane node: install the package (or the image) and this file as /etc/novaedge/cpvip.env (mode 0600); do not start it yet",
-		"  novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env",
+		"on every control-plane node: install the package (or the image) and this file as /etc/novaedge/cpvip.env (as the package installs it: root:novaedge-cpvip, mode 0640); do not start it yet",
+		"  sudo novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env",
 	}
 	if kind == "DaemonSet" {
 		remove = "kubectl label node <node> novaedge-cpvip/migrated=true   # kube-vip's pod leaves this node"

@@ -49,6 +49,7 @@ type sdLab struct {
 	cp     *lab.ControlPlane
 	client *lab.Host
 	debs   []string // the .debs, oldest first, on the host
+	newer  string   // the version the newer build logs ("": not known, another build was given)
 	env    func(i int) string
 	probe  *lab.Process
 }
@@ -96,9 +97,10 @@ func (s *sdLab) buildDebs(t testing.TB) {
 		t.Fatal(err)
 	}
 	newer := filepath.Join(dir, "novaedge-cpvip.newer")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e-upgrade", "-o", newer, "../../cmd/novaedge-cpvip")
-	if other := os.Getenv("NOVAEDGE_E2E_BINARY"); other != "" {
-		build = exec.Command("cp", other, newer)
+	s.newer = "e2e-upgrade"
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version="+s.newer, "-o", newer, "../../cmd/novaedge-cpvip")
+	if other := os.Getenv("NOVAEDGE_E2E_BINARY"); other != "" { // another build: the upgrade is to itself
+		build, s.newer = exec.Command("cp", other, newer), ""
 	}
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -189,6 +191,7 @@ var sandboxRefusal = regexp.MustCompile(`(?i)operation not permitted|permission 
 func (s *sdLab) checkJournals(t testing.TB) {
 	for _, n := range s.nodes {
 		if !n.Running() {
+			t.Logf("%s: not running, its journal not read", n.Name)
 			continue
 		}
 		out, err := n.Journal("-u", "novaedge-cpvip")
@@ -349,8 +352,12 @@ func (s *sdLab) upgrade(t *testing.T, i int) {
 	if err := s.nodes[i].WriteFile("/root/"+name, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	pid := s.mainPID(t, i)
 	s.sh(t, i, "cd /root && apt-get install -y -q ./"+name)
-	s.waitJournal(t, i, at, 30*time.Second, "Starting control-plane VIP manager", "version=e2e-upgrade")
+	s.waitJournal(t, i, at, 30*time.Second, "Starting control-plane VIP manager", "version="+s.newer)
+	if now := s.mainPID(t, i); now == pid {
+		t.Errorf("%s: the upgrade did not restart the daemon (PID %d)", s.nodes[i].Name, pid)
+	}
 	if out := s.sh(t, i, "grep -c '^NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env"); strings.TrimSpace(out) != "1" {
 		t.Errorf("%s: the upgrade lost the env file's settings", s.nodes[i].Name)
 	}
@@ -538,4 +545,45 @@ func TestSystemdBGP(t *testing.T) {
 		}
 	}
 	rows.log(t, "BGP")
+}
+
+// TestSystemdUpgradeFromRoot installs the package of a release whose unit
+// ran the daemon as root (env file 0600 root, testdata/root-run), then
+// upgrades to this one over the running daemon: the postinst creates the
+// service's user and gives its group the env file, the restarted daemon
+// runs as that user, binds the VIP again and reads its file on reload.
+func TestSystemdUpgradeFromRoot(t *testing.T) {
+	tree := systemdTree(t)
+	c := newRealCluster(t, 1, lab.APIServerOptions{})
+	s := &sdLab{cp: c.cp, client: c.client}
+	s.env = func(int) string { return "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "\n" }
+	s.buildDebs(t)
+	old, err := lab.BuildDeb("testdata/root-run", binary, "0.0.9~rootrun", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.startControlPlane(t)
+	s.bootNodes(t, tree, c.nodes)
+	s.install(t, 0, old)
+	c.waitHolder(t, vip4, -1, time.Minute)
+	if got := strings.TrimSpace(s.sh(t, 0, "stat -c '%a %U %G' /etc/novaedge/cpvip.env; ps -o user= -p $(systemctl show -P MainPID novaedge-cpvip)")); got != "600 root root\nroot" {
+		t.Fatalf("the old package: env file and daemon user %q, want 600 root root, root", got)
+	}
+	at := time.Now()
+	s.upgrade(t, 0)
+	c.waitHolder(t, vip4, -1, 30*time.Second)
+	if got := strings.TrimSpace(s.sh(t, 0, "stat -c '%a %U %G' /etc/novaedge/cpvip.env")); got != "640 root novaedge-cpvip" {
+		t.Errorf("after the upgrade the env file is %q, want 640 root novaedge-cpvip", got)
+	}
+	s.checkSandbox(t, 0)
+	if out := s.sh(t, 0, "novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env 2>&1"); strings.Contains(out, "not readable by the service") {
+		t.Errorf("check-config after the upgrade:\n%s", out)
+	}
+	s.sh(t, 0, "echo NOVAEDGE_CP_VIP_LOG_LEVEL=debug >> /etc/novaedge/cpvip.env && systemctl reload novaedge-cpvip")
+	s.waitJournal(t, 0, at, 10*time.Second, "Configuration reloaded", "NOVAEDGE_CP_VIP_LOG_LEVEL")
+	// The old way back: a file root alone may read is named by check-config.
+	s.sh(t, 0, "chgrp root /etc/novaedge/cpvip.env")
+	if out := s.sh(t, 0, "novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env 2>&1"); !strings.Contains(out, "not readable by the service's user novaedge-cpvip") {
+		t.Errorf("check-config does not say the service cannot read a root-only env file:\n%s", out)
+	}
 }

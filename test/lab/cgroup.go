@@ -53,3 +53,31 @@ func removeCgroupTree(root string) {
 		}
 	}
 }
+
+// ownCgroup is this process's cgroup in hierarchy h ("/" when at its
+// root): a node sees each v1 controller's hierarchy from there, so what it
+// creates at its "/X" is at own/X on the host.
+func ownCgroup(h string) string {
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) == 3 && f[1] == h {
+			return f[2]
+		}
+	}
+	return "/"
+}
+
+// labCgroups lists the cgroups of every hierarchy named PREFIX-*, at the
+// top or under this process's own cgroup (where nodes create theirs).
+func labCgroups(prefix string) []string {
+	out, _ := filepath.Glob("/sys/fs/cgroup/*/" + prefix + "-*")
+	hs, _ := os.ReadDir("/sys/fs/cgroup")
+	for _, h := range hs {
+		if own := ownCgroup(h.Name()); own != "/" {
+			more, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", h.Name(), own, prefix+"-*"))
+			out = append(out, more...)
+		}
+	}
+	return out
+}

@@ -164,13 +164,14 @@ func (n *KubeNode) PIDsOf(name string) []int {
 }
 
 // removeCgroups removes kubelet's cgroups in the v1 controllers' hierarchies
-// (depth first) once the node is gone; those in the systemd and unified
-// hierarchies are under the node's own cgroup, which goes with the node.
+// (depth first; the node sees each from this process's cgroup in it) once
+// the node is gone; those in the systemd and unified hierarchies are under
+// the node's own cgroup, which goes with the node.
 func (n *KubeNode) removeCgroups() {
 	n.Kill()
 	var roots []string
 	for _, h := range cgroupV1 {
-		roots = append(roots, filepath.Join("/sys/fs/cgroup", h, n.cgroup))
+		roots = append(roots, filepath.Join("/sys/fs/cgroup", h, ownCgroup(h), n.cgroup))
 	}
 	for _, root := range roots {
 		removeCgroupTree(root)

@@ -46,7 +46,7 @@ func sweep(logf func(string, ...any)) {
 			continue
 		}
 		nss := namespaces(prefix + "-")
-		cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/" + prefix + "-*")
+		cgroups := labCgroups(prefix)
 		for range 20 { // a process may fork while we kill: until none is left
 			var pids []int
 			for _, ns := range nss {
@@ -134,7 +134,14 @@ func unmountSystemdNodes(prefix string) {
 		if len(f) < 5 || !strings.Contains(f[4], "/"+prefix+"-sd-") {
 			continue
 		}
+		if lock := nspawnLock(f[4]); lock != "" {
+			_ = os.Remove(lock)
+		}
 		_ = run("umount", "-l", f[4])
+	}
+	props, _ := filepath.Glob("/run/systemd/nspawn/propagate/" + prefix + "-*")
+	for _, p := range props {
+		_ = os.RemoveAll(p)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"-*"))
 	for _, d := range dirs {

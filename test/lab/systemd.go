@@ -241,7 +241,9 @@ func (n *SystemdNode) MainPID(unit string) (int, error) {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) > 1 && f[len(f)-1] == strconv.Itoa(inner) {
+			// Two levels, the host's and the node's: not a process of a
+			// container inside the node.
+			if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && len(f) == 2 && f[1] == strconv.Itoa(inner) {
 				return pid, nil
 			}
 		}
@@ -278,6 +280,19 @@ func (n *SystemdNode) Kill() {
 // it left: its overlay mount and layers, cgroups, nspawn's run directory.
 func (n *SystemdNode) teardown() {
 	n.Kill()
+	// A node whose PID 1 was never found (a boot that timed out): its
+	// processes are in its cgroup.
+	for range 20 {
+		pids := cgroupPIDs(filepath.Join("/sys/fs/cgroup/systemd", n.cgroup))
+		if len(pids) == 0 {
+			break
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lock := nspawnLock(n.Root)
 	for range 100 { // the namespace's processes go once their PID 1 has
 		if len(nsPIDs(n.NS)) == 0 {
 			break
@@ -291,6 +306,9 @@ func (n *SystemdNode) teardown() {
 		removeCgroupTree(filepath.Join("/sys/fs/cgroup", h, n.cgroup))
 	}
 	_ = os.RemoveAll(filepath.Join("/run/systemd/nspawn/propagate", n.NS))
+	if lock != "" {
+		_ = os.Remove(lock)
+	}
 	_ = os.RemoveAll(n.dir)
 }
 
@@ -307,4 +325,18 @@ func childNamed(parent int, comm string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no child %q of %d yet", comm, parent)
+}
+
+// nspawnLock is the lock file nspawn keeps for the tree at root while it
+// runs (named for the tree's device and inode); a killed nspawn leaves it.
+func nspawnLock(root string) string {
+	st, err := os.Stat(root)
+	if err != nil {
+		return ""
+	}
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("/run/systemd/nspawn/locks/inode-%d:%d", s.Dev, s.Ino)
 }
