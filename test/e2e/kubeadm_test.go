@@ -77,14 +77,7 @@ func (k *kubeLab) monitorBinding(t testing.TB) *bindMonitor {
 func TestKubeadmL2(t *testing.T) {
 	k := newKubeLab(t, 3, lab.KubeOptions{})
 	k.bootstrap(t, ourPodArgs)
-	probe, err := k.kc.StartProbe(k.client, 20*time.Minute, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hm := k.monitorHolders(t)
-	if _, err := lab.FirstOK(probe, time.Now(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	probe, hm := k.watch(t)
 	t.Run("least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })
 	steady := k.steady(t)
 	t.Run("certs renew and apiserver restart", func(t *testing.T) {
@@ -151,6 +144,21 @@ func TestKubeadmL2(t *testing.T) {
 	if d := hm.longest(vip4); d > 300*time.Millisecond {
 		t.Errorf("two nodes held the VIP at once for %s", d)
 	}
+}
+
+// watch starts the client (a request through the VIP every 20 ms) and
+// the holder sampler of an L2 test, and waits for the first answer.
+func (k *kubeLab) watch(t testing.TB) (*lab.Process, *holderMonitor) {
+	t.Helper()
+	probe, err := k.kc.StartProbe(k.client, 20*time.Minute, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm := k.monitorHolders(t)
+	if _, err := lab.FirstOK(probe, time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return probe, hm
 }
 
 // steady is a condition of node i: its apiserver serves again and one node
@@ -227,14 +235,7 @@ func TestKubeadmSystemdL2(t *testing.T) {
 	k := newKubeLab(t, 3, lab.KubeOptions{})
 	k.asService(t, func(int) string { return "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "\n" })
 	k.bootstrap(t, nil)
-	probe, err := k.kc.StartProbe(k.client, 20*time.Minute, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hm := k.monitorHolders(t)
-	if _, err := lab.FirstOK(probe, time.Now(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	probe, hm := k.watch(t)
 	t.Run("least privilege", func(t *testing.T) {
 		for i := range k.kc.Nodes {
 			k.svc.checkSandbox(t, i)
