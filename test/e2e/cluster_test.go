@@ -186,6 +186,35 @@ func (c *cluster) waitHolder(t testing.TB, p netip.Prefix, not int, within time.
 	return holder, time.Since(start)
 }
 
+// settledHolder waits until one node (not node not) has held p alone in
+// every sample for three of the lab's 100 ms advertisement intervals: the
+// election has settled, any simultaneous takeover resolved. It returns
+// that node.
+func (c *cluster) settledHolder(t testing.TB, p netip.Prefix, not int, within time.Duration) int {
+	t.Helper()
+	holder, since := -1, time.Now()
+	err := lab.Eventually(within, func() error {
+		h, err := c.holders(p)
+		switch {
+		case err != nil:
+			return err
+		case len(h) != 1 || h[0] == not:
+			holder = -1
+			return fmt.Errorf("holders of %s: %v", p, c.names(h))
+		case h[0] != holder:
+			holder, since = h[0], time.Now()
+		}
+		if time.Since(since) < 300*time.Millisecond {
+			return fmt.Errorf("%s has held %s for %s only", c.nodes[holder].Name, p, time.Since(since).Round(time.Millisecond))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return holder
+}
+
 // stayOne checks for d that p always has exactly one holder.
 func (c *cluster) stayOne(t testing.TB, p netip.Prefix, d time.Duration) {
 	t.Helper()
