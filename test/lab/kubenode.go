@@ -79,18 +79,18 @@ func (l *Lab) AddKubeNode(h *Host, tree string, bin KubeBinaries, hosts, cni str
 			return nil, err
 		}
 	}
-	// Enabled, as the packages' postinst and the lab's unit do.
-	for unit, target := range map[string]string{"kubelet.service": "multi-user.target", "lab-cgroups-rw.service": "sysinit.target"} {
-		link := filepath.Join(sd.Root, "etc/systemd/system", target+".wants", unit)
+	// Enabled, as the kubelet package's postinst does, and the lab's unit.
+	for link, unit := range map[string]string{
+		"multi-user.target.wants/kubelet.service":     "/lib/systemd/system/kubelet.service",
+		"sysinit.target.wants/lab-cgroups-rw.service": "/etc/systemd/system/lab-cgroups-rw.service",
+	} {
+		link = filepath.Join(sd.Root, "etc/systemd/system", link)
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 			return nil, err
 		}
-		if err := os.Symlink("/etc/systemd/system/"+unit, link); err != nil && !os.IsExist(err) {
+		if err := os.Symlink(unit, link); err != nil && !os.IsExist(err) {
 			return nil, err
 		}
-	}
-	if err := os.Symlink("/lib/systemd/system/kubelet.service", filepath.Join(sd.Root, "etc/systemd/system/multi-user.target.wants/kubelet.service")); err != nil && !os.IsExist(err) {
-		return nil, err
 	}
 	if err := n.PowerOn(bin); err != nil {
 		return nil, err

@@ -26,10 +26,11 @@ type SystemdNode struct {
 	// only unless Writable names DST).
 	Binds    []string
 	Writable map[string]bool
-	// APIVFSWritable boots the node with /proc/sys and the cgroup
-	// controllers writable, as a machine's are (kubelet and runc need them;
-	// nspawn mounts them read-only). Only for nodes whose units must write
-	// there: what is written is the host's kernel's.
+	// APIVFSWritable boots the node with /proc/sys and /sys writable, as a
+	// machine's are (the kubelet sets sysctls; nspawn mounts them
+	// read-only). The v1 cgroup controllers stay read-only: a unit of the
+	// node remounts them (kubeservices.go). Only for nodes whose units must
+	// write there: what is written is the host's kernel's.
 	APIVFSWritable bool
 	// Syscalls are system calls (or @groups) nspawn's filter lets the node
 	// make beyond its default list: runc needs the session keyring.
