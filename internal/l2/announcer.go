@@ -144,32 +144,53 @@ func (a *Announcer) stopBurst(vip netip.Addr) {
 	}
 }
 
+// staleRepeat: a repeat due longer ago than this is not sent. Only a
+// process that did not run (frozen, a VM paused, a starved host) gets
+// there, and meanwhile another node may have taken the VIP over: its
+// election reads that (vrrp.Instance.drain) in another goroutine, and a
+// late gratuitous ARP of ours sent first would pull the neighbours to a
+// node that is about to let the VIP go. The next repeat goes if the VIP
+// is still wanted then.
+const staleRepeat = 250 * time.Millisecond
+
 // burst announces at once, then Repeat-1 more times Gap apart, then
-// every Refresh if set, until ctx ends. A failed announcement is retried a
-// few times retryGap apart before it counts as sent-and-failed.
+// every Refresh if set, until ctx ends or the VIP is no longer wanted. A
+// failed announcement is retried a few times retryGap apart before it
+// counts as sent-and-failed.
 func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	due := time.Now()
 	for sent := 0; ; sent++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if sent == 0 && a.opts.Self != nil {
-			if self := a.opts.Self(vip); self.IsValid() {
-				a.announce(ctx, self)
-			}
+		if !a.loop.Wanted(vip) { // let go; the step that stops the burst follows
+			return
 		}
-		a.announce(ctx, vip)
+		switch late := time.Since(due); {
+		case sent > 0 && late > staleRepeat:
+			a.log.Info("Skipping a late announcement: this process did not run for a while", "address", vip, "late", late.Round(time.Millisecond))
+		default:
+			if sent == 0 && a.opts.Self != nil {
+				if self := a.opts.Self(vip); self.IsValid() {
+					a.announce(ctx, self)
+				}
+			}
+			a.announce(ctx, vip)
+		}
+		next := a.opts.Gap
 		switch refresh := time.Duration(a.refresh.Load()); {
 		case int64(sent+1) < a.repeat.Load():
-			t.Reset(a.opts.Gap)
 		case refresh > 0:
-			t.Reset(refresh)
+			next = refresh
 		default:
 			return
 		}
+		t.Reset(next)
+		due = time.Now().Add(next)
 	}
 }
 

@@ -3,6 +3,7 @@ package quietio
 import (
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -22,6 +23,9 @@ type Receiver struct {
 	n     int
 	errno unix.Errno
 	recv  func(fd uintptr) bool // r.recvmsg, bound once
+	// parked: the last recvmsg found nothing queued, so Read waits in the
+	// poller; false from the moment the next is tried.
+	parked atomic.Bool
 }
 
 // NewReceiver reads c's datagrams into a buffer of size bytes; a longer
@@ -60,11 +64,30 @@ func (r *Receiver) Read() (b, oob []byte, src netip.Addr, err error) {
 }
 
 func (r *Receiver) recvmsg(fd uintptr) bool {
+	r.parked.Store(false)
 	r.msg.Namelen = unix.SizeofSockaddrInet6
 	r.msg.SetControllen(len(r.oob))
 	n, errno, ready := call(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&r.msg)), 0)
 	r.n, r.errno = n, errno
+	r.parked.Store(!ready)
 	return ready
+}
+
+// Pending says whether a datagram may wait for its reader: the socket has
+// one queued, or the reader is not parked in Read (it took one and has not
+// asked for the next, or it has not read yet). Whatever it answers, a
+// datagram queued before the call has been returned by Read once both
+// are false. Any goroutine may call it.
+func (r *Receiver) Pending() bool {
+	if !r.parked.Load() {
+		return true
+	}
+	var n int32
+	var errno unix.Errno
+	err := r.rc.Control(func(fd uintptr) {
+		_, _, errno = unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n)))
+	})
+	return err == nil && errno == 0 && n > 0
 }
 
 // Sender writes datagrams to one connected UDP socket, without allocating.

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,4 +78,56 @@ func TestReceiveAndSend(t *testing.T) {
 			t.Errorf("%s: %v allocations per packet, want 0", tt.network, allocs)
 		}
 	}
+}
+
+// TestPending: a Receiver says a datagram may wait while the socket has
+// one queued or its reader has not parked again since it took one.
+func TestPending(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer pc.Close()
+	r, err := NewReceiver(pc.(*net.UDPConn), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pending() {
+		t.Fatal("a receiver nobody read yet: not pending")
+	}
+	c, err := net.DialUDP("udp4", nil, pc.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// As if a Read had found the socket empty; then a datagram arrives.
+	r.parked.Store(true)
+	if r.Pending() {
+		t.Fatal("parked over an empty socket: pending")
+	}
+	if _, err := c.Write([]byte("advert")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; !r.Pending(); i++ {
+		if i == 1000 {
+			t.Fatal("a queued datagram: not pending")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, _, _, err := r.Read(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pending() {
+		t.Fatal("the reader took one and has not asked again: not pending")
+	}
+	done := make(chan struct{})
+	go func() { r.Read(); close(done) }()
+	for i := 0; r.Pending(); i++ {
+		if i == 1000 {
+			t.Fatal("the reader parked over an empty socket: still pending")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.Write([]byte("wake"))
+	<-done
 }

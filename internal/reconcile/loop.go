@@ -75,6 +75,19 @@ func (l *Loop) Hold(vip netip.Prefix) {
 	l.wake()
 }
 
+// Wanted says whether the election's latest word on vip is to hold it,
+// which may not have reached a step yet.
+func (l *Loop) Wanted(vip netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, hold := range l.desired {
+		if p.Addr() == vip {
+			return hold
+		}
+	}
+	return false
+}
+
 // Poke runs a pass soon without changing what is desired (a retry).
 func (l *Loop) Poke() { l.wake() }
 

@@ -22,6 +22,7 @@ const (
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
 	garpGap         = 1100 * time.Millisecond
+	staleRepeat     = 250 * time.Millisecond // l2's: a repeat later than this is skipped
 	sendRetryGap    = 200 * time.Millisecond // l2's retryGap: a failed announcement tried again
 	sendTries       = 5
 	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
@@ -55,9 +56,14 @@ type daemon struct {
 	stepDue bool
 	linkUp  bool
 
-	coreAt, guardAt time.Time    // when the core's and guard's timers are set
-	wireDown        time.Time    // until when the conflict-check wires cannot open
-	probes          []netip.Addr // sent in this guard round, in order
+	coreAt, guardAt time.Time // when the core's and guard's timers are set
+	// frozenUntil: the process does not run until then (freeze.go); what
+	// comes meanwhile waits in queued (packets) and held (the rest).
+	frozenUntil  time.Time
+	thawed       time.Time // when it last ran again
+	queued, held []func()
+	wireDown     time.Time    // until when the conflict-check wires cannot open
+	probes       []netip.Addr // sent in this guard round, in order
 }
 
 // start runs a daemon on h with the host's configuration.
@@ -113,8 +119,10 @@ func (d *daemon) alive() bool { return d.h.d == d }
 func (d *daemon) after(dt time.Duration, what string, do func()) {
 	d.h.s.w.after(dt, d.h.name+" "+what, func() {
 		if d.alive() {
-			do()
-			d.settle()
+			d.when(false, func() {
+				do()
+				d.settle()
+			})
 		}
 	})
 }
@@ -128,11 +136,13 @@ func (d *daemon) settle() {
 	if at := d.core.Deadline(); !at.IsZero() && !at.Equal(d.coreAt) {
 		d.coreAt = at
 		w.at(at, d.h.name+" vrrp timer", func() {
-			if d.alive() && d.coreAt.Equal(at) {
-				d.coreAt = time.Time{}
-				d.core.Timeout(w.now)
-				d.settle()
-			}
+			d.when(false, func() {
+				if d.alive() && d.coreAt.Equal(at) {
+					d.coreAt = time.Time{}
+					d.core.Timeout(w.now)
+					d.settle()
+				}
+			})
 		})
 	}
 	if d.guard == nil {
@@ -143,10 +153,12 @@ func (d *daemon) settle() {
 	if !next.IsZero() && !next.Equal(d.guardAt) {
 		d.guardAt = next
 		w.at(next, d.h.name+" guard round", func() {
-			if d.alive() && d.guardAt.Equal(next) {
-				d.guardAt = time.Time{}
-				d.settle()
-			}
+			d.when(false, func() {
+				if d.alive() && d.guardAt.Equal(next) {
+					d.guardAt = time.Time{}
+					d.settle()
+				}
+			})
 		})
 	}
 }
@@ -216,13 +228,15 @@ func (d *daemon) burst(vip netip.Addr) {
 	// send is l2.Announcer.announce: on an interface that is gone the send
 	// fails and is tried again sendRetryGap apart; one that goes out for a
 	// VIP this node has not bound breaks the invariant.
-	var send func(left, try int)
-	send = func(left, try int) {
+	var send func(left, try int, due time.Time)
+	send = func(left, try int, due time.Time) {
 		switch {
-		case d.bursts[vip] != gen:
+		case d.bursts[vip] != gen || !d.wanted(vip):
 			return
+		case try == 1 && h.s.w.now.Sub(due) > staleRepeat:
+			// l2.Announcer.burst: a late repeat is skipped (a freeze).
 		case !h.iface && try < sendTries:
-			d.after(sendRetryGap, "garp retry", func() { send(left, try+1) })
+			d.after(sendRetryGap, "garp retry", func() { send(left, try+1, due) })
 			return
 		case h.iface && h.linked():
 			if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
@@ -231,10 +245,21 @@ func (d *daemon) burst(vip netip.Addr) {
 			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
 		}
 		if left > 1 {
-			d.after(garpGap, "garp", func() { send(left-1, 1) })
+			due := h.s.w.now.Add(garpGap)
+			d.after(garpGap, "garp", func() { send(left-1, 1, due) })
 		}
 	}
-	send(max(1, d.cfg.GARPRepeat), 1)
+	send(max(1, d.cfg.GARPRepeat), 1, h.s.w.now)
+}
+
+// wanted is reconcile.Loop.Wanted: the election's latest word on vip.
+func (d *daemon) wanted(vip netip.Addr) bool {
+	for p, hold := range d.desired {
+		if p.Addr() == vip {
+			return hold
+		}
+	}
+	return false
 }
 
 // check runs one health check and schedules the next (health.Checker.Run).
@@ -327,6 +352,15 @@ func (d *daemon) linkCheck() {
 // receive is the daemon's part of a frame: the instance's reader and the
 // conflict check's.
 func (d *daemon) receive(f frame) {
+	d.when(true, func() {
+		if d.alive() {
+			d.handle(f)
+		}
+	})
+}
+
+// handle is receive once the process runs.
+func (d *daemon) handle(f frame) {
 	now := d.h.s.w.now
 	switch f.kind {
 	case advert:

@@ -11,7 +11,8 @@
 //
 // A run is a schedule of faults drawn from a seed: apiservers that turn
 // slow, hung, refused or draining; our daemon killed (its addresses kept)
-// and restarted, or stopped; carrier flaps of any length; the interface
+// and restarted, or stopped, or frozen (SIGSTOP: a VM paused; what it
+// receives meanwhile waits for it); carrier flaps of any length; the interface
 // deleted and made again; reloads, valid and not; a stranger answering for
 // the VIP; malformed frames; a conflict-check wire that fails; a
 // keepalived-like member. The same seed gives the same run, event for

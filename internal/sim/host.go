@@ -114,7 +114,7 @@ func (h *host) learn(ip netip.Addr, mac net.HardwareAddr) {
 	if d := h.d; d != nil && !h.s.w.now.Before(h.netlinkDown) {
 		h.s.w.after(netlinkDelay, "netlink neigh", func() {
 			if h.d == d && d.known != nil {
-				d.known.Neigh(ip, mac)
+				d.when(false, func() { d.known.Neigh(ip, mac) })
 			}
 		})
 	}
@@ -129,7 +129,7 @@ func (h *host) flush() {
 		if d != nil && !h.s.w.now.Before(h.netlinkDown) {
 			h.s.w.after(netlinkDelay, "netlink neigh gone", func() {
 				if h.d == d && d.known != nil {
-					d.known.NeighGone(ip)
+					d.when(false, func() { d.known.NeighGone(ip) })
 				}
 			})
 		}
@@ -176,7 +176,7 @@ func (h *host) setAPI(a api, slowBy time.Duration) {
 	if d := h.d; d != nil && (a == apiRefused || a == apiDraining) {
 		h.s.w.after(time.Millisecond, "connection closed", func() {
 			if h.d == d {
-				d.checkNow()
+				d.when(false, d.checkNow)
 			}
 		})
 	}
@@ -201,7 +201,7 @@ func (h *host) setLink(exists, carrier bool) {
 	if d := h.d; d != nil {
 		h.s.w.after(netlinkDelay, "netlink link", func() {
 			if h.d == d {
-				d.linkChanged()
+				d.when(false, d.linkChanged)
 			}
 		})
 	}

@@ -110,7 +110,7 @@ func (s *sim) neverAStrangersAddress() *Failure {
 		if d.guard == nil {
 			continue
 		}
-		from := later(since, later(d.started, later(d.wireDown, s.seg.faultAt)))
+		from := later(since, later(later(d.started, d.thawed), later(d.wireDown, s.seg.faultAt)))
 		if late := s.w.now.Sub(from); late > s.bounds.stranger {
 			return &Failure{"a stranger's address is never bound", 0,
 				fmt.Sprintf("%s holds %s while another host has answered for it for %v (bound %v)", h.name, vip4, late, s.bounds.stranger)}
@@ -207,6 +207,10 @@ func (s *sim) expectations() *Failure {
 func (s *sim) expect(f fault, t *host) {
 	i := s.sh.Interval
 	holds := func() bool { return len(s.holders(vip4.Addr(), false)) > 0 }
+	if f.What == fFreeze && !t.holds(vip4.Addr()) {
+		s.expectFrozenBackup(f, t)
+		return
+	}
 	if !t.holds(vip4.Addr()) || t.role != ours || t.d == nil || t.api != apiHealthy || t.d.state != health.Healthy {
 		return
 	}
@@ -225,10 +229,50 @@ func (s *sim) expect(f fault, t *host) {
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",
 			start, start.Add(f.Dur + 3*i), stays})
+	case f.What == fFreeze && f.Dur < 2*i-10*time.Millisecond && s.alone(f, f.Dur+3*i):
+		stays := func() bool { return t.holds(vip4.Addr()) }
+		s.inv.expects = append(s.inv.expects, expectation{"a freeze shorter than the backups wait moves nothing",
+			start, start.Add(f.Dur + 3*i), stays})
+	case f.What == fFreeze && f.Dur > 4*i+s.sh.Delay && !s.sh.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
+		// A backup took over: the node steps back when it runs again, at
+		// once, and does not take the VIP back (no ping-pong).
+		thaw := start.Add(f.Dur)
+		gone := func() bool { return !t.holds(vip4.Addr()) }
+		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
+			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
 	case f.What == fKill && f.Dur <= i && s.alone(f, f.Dur+3*i):
 		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon whose apiserver stayed healthy leaves no gap",
 			start, start.Add(f.Dur + 3*i), holds})
 	}
+}
+
+// expectFrozenBackup: a frozen backup, alone in its window, takes nothing
+// from a healthy holder, whatever the length: when it runs again it reads
+// the advertisements queued meanwhile before its timer acts.
+func (s *sim) expectFrozenBackup(f fault, t *host) {
+	hs := s.holders(vip4.Addr(), true)
+	if t.d == nil || len(hs) != 1 || !eligible(hs[0]) || hs[0].api != apiHealthy || !s.alone(f, f.Dur+3*s.sh.Interval) {
+		return
+	}
+	h, start := hs[0], s.w.now
+	s.inv.expects = append(s.inv.expects, expectation{"a frozen backup takes nothing from a healthy holder",
+		start, start.Add(f.Dur + 3*s.sh.Interval), func() bool { return h.holds(vip4.Addr()) && !t.holds(vip4.Addr()) }})
+	s.inv.expected++
+}
+
+// takerBeside says whether a node other than t will take over from it: a
+// healthy candidate of ours above the fail-open priority, or the
+// keepalived-like member, with carrier.
+func (s *sim) takerBeside(t *host) bool {
+	for _, h := range s.group {
+		if h == t || h.d == nil || !h.linked() || h.d.core.State() != vrrp.Backup {
+			continue
+		}
+		if h.role == keepalived || h.d.state == health.Healthy && h.d.core.Priority() > vrrp.FailOpenPriority {
+			return true
+		}
+	}
+	return false
 }
 
 // harmless says whether f takes nothing from a holder's ability to serve:

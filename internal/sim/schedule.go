@@ -22,11 +22,12 @@ const (
 	fReload                 // a reload: Arg 0 a new priority, 1 preempt toggled, 2 priority 1 beside a running fail open, 3 a file that does not parse
 	fNeighFlush             // the node's neighbour table flushed
 	fNetlink                // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
+	fFreeze                 // our daemon frozen for Dur (SIGSTOP, then SIGCONT: a VM paused, a starved host)
 	numWhat
 )
 
 var whatNames = [...]string{"apiserver", "kill", "stop", "carrier-flap", "recreate-interface", "partition", "loss",
-	"stranger", "malformed-frames", "conflict-wire-fails", "reload", "neighbour-flush", "netlink-fails"}
+	"stranger", "malformed-frames", "conflict-wire-fails", "reload", "neighbour-flush", "netlink-fails", "freeze"}
 
 func (w what) String() string { return whatNames[w] }
 

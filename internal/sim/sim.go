@@ -205,6 +205,9 @@ func (s *sim) apply(f fault) {
 			return
 		}
 		if f.What == fStop {
+			if t.d.frozen() { // systemd sends SIGCONT after the SIGTERM
+				t.d.thaw()
+			}
 			t.d.stop()
 		}
 		t.d = nil
@@ -240,13 +243,19 @@ func (s *sim) apply(f fault) {
 				t.d.breakWires(f.Dur)
 			}
 		})
-	case fReload:
-		s.reload(t, f.Arg)
+	case fReload: // a SIGHUP: a frozen daemon reloads when it runs again
+		if t.d != nil {
+			t.d.when(false, func() { s.reload(t, f.Arg) })
+		}
 	case fNeighFlush:
 		t.flush()
 	case fNetlink:
 		t.netlinkDown = w.now.Add(f.Dur)
 		later("netlink subscribed again", t.dump)
+	case fFreeze:
+		if t.d != nil {
+			t.d.freeze(f.Dur)
+		}
 	}
 }
 
@@ -333,11 +342,11 @@ func (s *sim) reload(h *host, variant int) {
 }
 
 // holders are the hosts of the group whose kernel answers for vip; with
-// running, only those whose daemon runs.
+// running, only those whose daemon runs and is not frozen.
 func (s *sim) holders(vip netip.Addr, running bool) []*host {
 	var out []*host
 	for _, h := range s.group {
-		if h.holds(vip) && (!running || h.d != nil) {
+		if h.holds(vip) && (!running || h.d != nil && !h.d.frozen()) {
 			out = append(out, h)
 		}
 	}

@@ -304,6 +304,13 @@ func (c *Conn) Send(a *Advertisement, src netip.Addr) error {
 	return errors.Join(errs...)
 }
 
+// Pending says whether a packet may wait for Receive: queued on the
+// socket, or taken by Receive, which was not called again since.
+func (c *Conn) Pending() bool {
+	s, closed := c.current()
+	return !closed && s.rx.Pending()
+}
+
 // Receive reads the next packet and checks it: TTL 255, the
 // advertisement itself, unicast peers. A dropped packet returns a Reason.
 // It goes on with the new socket when Refresh replaced the one it read.

@@ -182,8 +182,9 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	// A master that yields to a stronger one (a healthy node taking the VIP
 	// from a fail-open master) hands over the same way. Not on a tie (two
 	// backups took over at once): the loser's VIP would only prolong the
-	// double holding.
-	yield := c.m.State() == Master && a.Priority > c.m.Priority()
+	// double holding. Nor after a freeze (Machine.wasAbsent): the other
+	// has served for a while, its announcements long out.
+	yield := c.m.State() == Master && a.Priority > c.m.Priority() && !c.m.wasAbsent(now)
 	acts := c.m.Receive(a, src, now)
 	yield = yield && c.m.State() == Backup
 	c.apply(acts, yield, now)

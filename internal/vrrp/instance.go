@@ -21,6 +21,9 @@ type Transport interface {
 	Refresh() (bool, error)
 	// Carrier reports whether the interface is up with carrier.
 	Carrier() (bool, error)
+	// Pending says whether an advertisement may wait to be received: the
+	// kernel queued one, or Receive took one and was not called again.
+	Pending() bool
 	Close() error
 }
 
@@ -80,6 +83,8 @@ type Instance struct {
 	sendErrs atomic.Uint64
 
 	primaries []atomic.Pointer[netip.Addr] // our source address per family, read by the readers
+	// drainAtMost: how long a due timer waits for queued advertisements (drain).
+	drainAtMost time.Duration
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -105,7 +110,8 @@ const handoverGrace = 100 * time.Millisecond
 // one transport per VIP of cfg, of its family.
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
-		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize}}
+		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
+		drainAtMost: drainAtMost}
 }
 
 type priority struct {
@@ -225,10 +231,51 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
 		case <-timer.C:
+			i.drain(core, packets)
 			core.Timeout(time.Now())
 		}
 		i.setStatus(func(s *Status) { s.Priority, s.Master = core.Priority(), core.Master() })
 		resetTimer(timer, core.Deadline())
+	}
+}
+
+// drainAtMost bounds how long a due timer waits for the advertisements
+// queued before it: reading them takes microseconds once the reader runs;
+// a reader that cannot (a failing socket) must not stop the timers.
+const drainAtMost = 20 * time.Millisecond
+
+// drain hands the core every advertisement the kernel queued before a
+// timer became due, before the timer acts: when the process did not run
+// for a while (SIGSTOP, a VM paused, a starved host) both are ready at
+// once, and a backup must see that its master is alive before its
+// Master_Down_Timer fires, a master that a backup replaced meanwhile must
+// see that before it advertises (Machine.wasAbsent). Only the first
+// transport's advertisements reach the core.
+func (i *Instance) drain(core *Core, packets <-chan packet) {
+	deadline := time.Now().Add(i.drainAtMost)
+	for {
+		if !i.conns[0].Pending() {
+			// Pending reads false only after the reader handed over what
+			// it took: the channel holds the rest.
+			for {
+				select {
+				case p := <-packets:
+					core.Receive(p.adv, p.src, time.Now())
+					continue
+				default:
+				}
+				return
+			}
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return
+		}
+		select {
+		case p := <-packets:
+			core.Receive(p.adv, p.src, time.Now())
+		case <-time.After(min(wait, 200*time.Microsecond)):
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,11 @@ type fakeTransport struct {
 	once    sync.Once
 	down    atomic.Bool // no carrier
 	made    atomic.Bool // the interface was created again (Refresh reports it once)
+	// frozen, held, stops Receive before it reads: a reader not scheduled
+	// yet while packets queue (a process thawed). asked hears Pending.
+	frozen sync.Mutex
+	asked  chan struct{}
+	taken  atomic.Bool // Receive returned one and was not called again
 
 	mu   sync.Mutex
 	sent []Advertisement
@@ -32,7 +38,7 @@ type fakeRx struct {
 }
 
 func newFakeTransport(primary netip.Addr) *fakeTransport {
-	return &fakeTransport{primary: primary, in: make(chan fakeRx, 8), closed: make(chan struct{})}
+	return &fakeTransport{primary: primary, in: make(chan fakeRx, 8), closed: make(chan struct{}), asked: make(chan struct{}, 1)}
 }
 
 func (f *fakeTransport) Primary() (netip.Addr, error) { return f.primary, nil }
@@ -46,9 +52,21 @@ func (f *fakeTransport) Send(a *Advertisement, _ netip.Addr) error {
 	return nil
 }
 
+func (f *fakeTransport) Pending() bool {
+	select {
+	case f.asked <- struct{}{}:
+	default:
+	}
+	return len(f.in) > 0 || f.taken.Load()
+}
+
 func (f *fakeTransport) Receive() (Advertisement, netip.Addr, error) {
+	f.taken.Store(false)
+	f.frozen.Lock()
+	f.frozen.Unlock() //nolint:staticcheck // a gate
 	select {
 	case rx := <-f.in:
+		f.taken.Store(true)
 		return rx.adv, rx.src, nil
 	case <-f.closed:
 		return Advertisement{}, netip.Addr{}, net.ErrClosed
@@ -127,7 +145,12 @@ func runInstance(t *testing.T, primary netip.Addr, interval time.Duration) (*Ins
 // startInstance runs an instance of cfg over transports until the test ends.
 func startInstance(t *testing.T, cfg Config, transports ...Transport) (*Instance, *decisions) {
 	t.Helper()
-	inst := NewInstance(cfg, transports, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return runNew(t, NewInstance(cfg, transports, slog.New(slog.NewTextHandler(io.Discard, nil))))
+}
+
+// runNew runs inst until the test ends.
+func runNew(t *testing.T, inst *Instance) (*Instance, *decisions) {
+	t.Helper()
 	d := &decisions{seen: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -256,5 +279,44 @@ func TestFailOpenMasterHandsOverToHealthy(t *testing.T) {
 	waitDecisions(t, d, "released to the healthy master", func(h []bool) bool { return !last(h) })
 	if held := time.Since(heard); held < handoverGrace {
 		t.Errorf("released %s after the healthy master's advertisement, want the %s grace", held, handoverGrace)
+	}
+}
+
+// TestTimerWaitsForQueuedAdvertisements: a backup whose process did not run
+// past its Master_Down_Timer (a freeze) while its master's advertisements
+// queued reads them before the timer acts, and stays a backup.
+func TestTimerWaitsForQueuedAdvertisements(t *testing.T) {
+	vip := netip.MustParseAddr("192.0.2.100")
+	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.PrefixFrom(vip, 32)}, VRID: 51, Interval: 100 * time.Millisecond},
+		[]Transport{tr}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	inst.drainAtMost = 10 * time.Second // the test's scheduling is not what is tested
+	_, d := runNew(t, inst)
+	inst.SetPriority(100, "")
+	master := fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 10, Addresses: []netip.Addr{vip}}, src: netip.MustParseAddr("192.0.2.12")}
+	tr.in <- master
+	for inst.Status().Master != master.src {
+		time.Sleep(time.Millisecond)
+	}
+	// The reader stops; the master's next advertisement queues behind it.
+	tr.frozen.Lock()
+	tr.in <- master // taken by the Receive already waiting
+	for len(tr.in) > 0 || tr.taken.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	tr.in <- master // queued: the reader is frozen
+	select {
+	case <-tr.asked: // the Master_Down_Timer fired and waits for it
+	case <-time.After(2 * time.Second): // it did not wait
+	}
+	tr.frozen.Unlock()
+	// The timer was reset by the queued advertisement: another master down
+	// interval (361 ms) and the master's advertisements keep it a backup.
+	for range 3 {
+		time.Sleep(100 * time.Millisecond)
+		tr.in <- master
+	}
+	if h := d.snapshot(); slices.Contains(h, true) || inst.Status().State != Backup {
+		t.Fatalf("state %s, decisions %v: the timer acted over a queued advertisement", inst.Status().State, h)
 	}
 }

@@ -329,6 +329,17 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
+		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority):
+			// Our own advertisement is overdue by as long as the backups
+			// wait for one: this process did not run (frozen: SIGSTOP, a
+			// VM paused or migrated, a starved host) and a backup took
+			// over, as it had to. It serves now; answering would take the
+			// VIP back, a second move for the clients (a ping-pong). Not
+			// from a fail-open master: a healthy node takes that over.
+			m.masterAdverInt = a.IntervalDuration()
+			reason := fmt.Sprintf("%s took over while this node was not running (our advertisement %v overdue)",
+				src, now.Sub(m.deadline).Round(time.Millisecond))
+			return m.toBackupFrom(src, now, reason)
 		case !m.lastAnswer.IsZero() && now.Sub(m.lastAnswer) < m.p.Interval:
 			// Answered one within the interval already: discarded, as RFC
 			// 5798 does, so a host sending weaker advertisements fast gets
@@ -343,6 +354,16 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		}
 	}
 	return nil
+}
+
+// wasAbsent says whether a master's advertisement is overdue by two
+// intervals: the backups last heard it an interval before it was due, so
+// their Master_Down_Timer (3 x interval + skew) may have fired. Only a
+// process that did not run gets there: the driver hands over packets the
+// kernel queued before a timer that is due (Instance.Run), so the
+// advertisements of the node that took over are seen before ours is sent.
+func (m *Machine) wasAbsent(now time.Time) bool {
+	return !m.deadline.IsZero() && now.Sub(m.deadline) >= 2*m.p.Interval
 }
 
 func (m *Machine) toBackup(now time.Time, reason string) []Action {

@@ -359,3 +359,41 @@ func TestFailOpenMasterBesideAStrongerOne(t *testing.T) {
 		t.Fatalf("a fail-open master we follow: takeover in %v, want within the handover skew", d)
 	}
 }
+
+// A master whose process did not run (SIGSTOP, a paused VM) finds, when it
+// runs again, the advertisements of a backup that took over meanwhile: past
+// two intervals overdue it yields to it instead of taking the VIP back; a
+// shorter absence, or a fail-open taker, changes nothing the RFC says.
+func TestMasterBackFromAFreeze(t *testing.T) {
+	tests := []struct {
+		name     string
+		overdue  time.Duration // of our advertisement when the other's is read
+		prio     uint8         // of the other master
+		ourPrio  uint8
+		yields   bool
+		answered bool
+	}{
+		{"frozen 2.5 intervals, a backup took over", 2500 * time.Millisecond, 100, 100, true, false},
+		{"frozen exactly 2 intervals", 2 * time.Second, 50, 100, true, false},
+		{"late by a little: a split brain healing", 1900 * time.Millisecond, 50, 100, false, true},
+		{"on time", 0, 100, 100, false, true},
+		{"a fail-open master took over: a healthy node takes it back", 3 * time.Second, FailOpenPriority, 100, false, true},
+		{"both fail open", 3 * time.Second, FailOpenPriority, FailOpenPriority, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := masterAt(t, params(tt.ourPrio, "192.0.2.200"))
+			src := netip.MustParseAddr("192.0.2.12")
+			acts := m.Receive(adv(tt.prio, 100), src, m.Deadline().Add(tt.overdue))
+			if got := m.State() == Backup; got != tt.yields {
+				t.Fatalf("yielded %v, want %v: %+v", got, tt.yields, acts)
+			}
+			if tt.yields && (m.Master() != src || len(acts) != 1 || acts[0].Send) {
+				t.Fatalf("yield: master %v, actions %+v (no advertisement: the other serves)", m.Master(), acts)
+			}
+			if got := len(acts) == 1 && acts[0].Send; got != tt.answered {
+				t.Fatalf("answered %v, want %v: %+v", got, tt.answered, acts)
+			}
+		})
+	}
+}

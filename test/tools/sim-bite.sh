@@ -20,11 +20,12 @@ declare -A invariant=(
   [5]="a fault in the check never keeps the VIP down"
   [6]="a fault that takes nothing from the holder moves nothing (netlink-fails)"
   [announce-unbound]="a node announces only a VIP it holds"
+  [freeze-pingpong]="a holder frozen past the backups' wait steps back when it runs again"
 )
-declare -A seeds=([1]="1 9 11" [2]="15 16 25" [3]="15 71 149" [4]="15 22 27" [5]="90 107 471" [6]="8 13 18"
-  [announce-unbound]="1 3 6")
+declare -A seeds=([1]="1 11 13" [2]="8 15 16" [3]="5 20 71" [4]="2 15 17" [5]="366 471 622" [6]="8 25 26"
+  [announce-unbound]="1 2 3" [freeze-pingpong]="7 8 120")
 missed=0
-for n in 1 2 3 4 5 6 announce-unbound; do
+for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong; do
   p="internal/sim/testdata/af8485c/finding$n.patch"
   [ -f "$p" ] || p="internal/sim/testdata/later/$n.patch"
   patch -s -p1 < "$p"
