@@ -26,7 +26,7 @@ SIM_BUDGET ?= 0
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 sim e2e test fuzz bench demo package package-check image clean
+.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 sim e2e test fuzz bench stress demo package package-check image clean
 
 all: build
 
@@ -106,6 +106,15 @@ bench: deps
 	$(GO) run ./test/tools/benchtable -goals bench/goals.json $(if $(BENCH_ROWS),,-all) $(if $(filter ci,$(BENCH_GATE)),-ci) bench/results.json
 	@echo "timeline: bench/timeline.svg"
 
+# The stress suite (test/e2e/stress_test.go, root): a real control plane,
+# several candidate settings side by side, each condition (freezes, packet
+# loss, CPU starvation, apiserver overload, real failures) for
+# STRESS_SECONDS (600: about 2.5 h in all); make test runs it as a smoke
+# (12 s a condition). The table is at the end of stress.log.
+STRESS_SECONDS ?= 600
+stress: deps
+	$(WITH_REALCP) NOVAEDGE_STRESS_SECONDS=$(STRESS_SECONDS) $(GO) test -count=1 -run '^TestStress$$' -timeout 0 -v ./test/e2e 2>&1 | tee stress.log | grep -E '^(--- |ok|FAIL)|stress table|^\|'; test $${PIPESTATUS[0]} -eq 0
+
 # .deb and .rpm of every architecture in dist/ (nfpm pinned, fetched through
 # the Go module proxy), then the release files (packaging/dist.sh).
 package: build-all
@@ -151,4 +160,4 @@ else
 endif
 
 clean:
-	rm -rf bin dist e2e.log bench.log
+	rm -rf bin dist e2e.log bench.log stress.log

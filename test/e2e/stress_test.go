@@ -1,0 +1,407 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// The stress suite (make stress; a short smoke in make test): a real
+// control plane (three nodes, each an etcd member and a kube-apiserver),
+// several candidate settings side by side — each its own group of our
+// daemons on the three nodes, with its own VRID, VIP and client — and one
+// condition at a time on the holder (n1, priority 150 in every group) or
+// the segment: what moves, what the clients see. A move while the old
+// holder's apiserver answered a direct request within the client's timeout
+// in the second before it is a false move.
+
+// stressEnvSeconds sets each condition's length in seconds; unset, the
+// suite runs as a smoke (stressSmoke per condition).
+const stressEnvSeconds = "NOVAEDGE_STRESS_SECONDS"
+
+const stressSmoke = 12 * time.Second
+
+// stressCandidate is one setting under test: the daemon's environment on
+// top of the lab's.
+type stressCandidate struct {
+	name string
+	env  []string
+}
+
+// stressCandidates: the settings of the release before (named in full, so
+// the row stays what it was when the defaults change), faster adverts, and
+// the build's defaults.
+var stressCandidates = []stressCandidate{
+	{"advert 1 s, health 1 s x 3, timeout 3 s (0.1 defaults)", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s",
+		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3"}},
+	{"advert 250 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms"}},
+	{"advert 100 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms"}},
+	{"defaults", nil},
+}
+
+// stressGroup is one candidate's group: our daemon on every node.
+type stressGroup struct {
+	stressCandidate
+	vip   netip.Prefix
+	vrid  int
+	procs []*lab.Process
+	probe *lab.Process
+
+	advert time.Duration // its advertisement interval
+
+	mu        sync.Mutex
+	excess    int  // moves beyond what a freeze allows (stressLab.freezes)
+	holder    int  // the last single holder seen; -1 none yet
+	restoring bool // the lab moves the VIP back to n1: not the condition's move
+	moves     []stressMove
+	double    time.Duration // the longest stretch of two holders
+	dblFrom   time.Time
+}
+
+// stressMove is the single holder changing.
+type stressMove struct {
+	at       time.Time
+	from, to int
+}
+
+// stressLab is the control plane, the groups and the samplers.
+type stressLab struct {
+	*realCluster
+	groups []*stressGroup
+	direct []*lab.Process // a client straight to each node's apiserver
+	per    time.Duration
+	t      *testing.T
+}
+
+func newStressLab(t *testing.T) *stressLab {
+	per := stressSmoke
+	if v := os.Getenv(stressEnvSeconds); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a number of seconds", stressEnvSeconds, v)
+		}
+		per = time.Duration(n) * time.Second
+	}
+	var vips []netip.Addr
+	for k := range stressCandidates {
+		vips = append(vips, netip.AddrFrom4([4]byte{192, 0, 2, byte(110 + k)}))
+	}
+	c := newRealClusterOf(t, 3, vips, lab.APIServerOptions{})
+	quiet(c.Lab)
+	c.startControlPlane(t)
+	s := &stressLab{realCluster: c, per: per, t: t}
+	for k, cand := range stressCandidates {
+		g := &stressGroup{stressCandidate: cand, vip: netip.PrefixFrom(vips[k], 32), vrid: 70 + k, holder: -1}
+		vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": g.vip.String()}
+		for _, kv := range cand.env {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		cfg, err := config.LoadMap(vars)
+		if err != nil {
+			t.Fatalf("%s: %v", cand.name, err)
+		}
+		g.advert = cfg.AdvertInterval
+		for i, n := range c.nodes {
+			p, err := n.StartQuiet(fmt.Sprintf("%s-g%d", n.Name, k), s.env(g, i), binary, "run")
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.procs = append(g.procs, p)
+			if i == 0 { // n1 first: it holds every group's VIP
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		s.groups = append(s.groups, g)
+	}
+	for _, g := range s.groups {
+		var err error
+		if g.probe, err = c.cp.StartProbe(c.client, "https://"+g.vip.Addr().String()+":6443", 3*time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range c.nodes {
+		p, err := c.cp.StartProbe(c.client, "https://"+n.IPv4.Addr().String()+":6443", 3*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.direct = append(s.direct, p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.sample(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := s.settle(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// env is group g's daemon's environment on node i.
+func (s *stressLab) env(g *stressGroup, i int) []string {
+	prio := "100"
+	if i == 0 {
+		prio = "150"
+	}
+	env := []string{"NOVAEDGE_CP_VIP_ADDRESS=" + g.vip.String(), "NOVAEDGE_CP_VIP_VRID=" + strconv.Itoa(g.vrid),
+		"NOVAEDGE_CP_VIP_PRIORITY=" + prio, "NOVAEDGE_CP_VIP_METRICS_ADDR=", "NOVAEDGE_CP_VIP_LOG_LEVEL=info",
+		"NOVAEDGE_CP_VIP_SA_TOKEN_PATH=" + s.token, "NOVAEDGE_CP_VIP_CA_FILE=" + s.cp.PKI.CAFile}
+	return append(env, g.env...)
+}
+
+// sample reads every node's addresses every 10 ms and follows each
+// group's holder.
+func (s *stressLab) sample(ctx context.Context) {
+	for ctx.Err() == nil {
+		at := time.Now()
+		held := make([]map[netip.Prefix]bool, len(s.nodes))
+		ok := true
+		for i, n := range s.nodes {
+			addrs, err := n.Addrs()
+			if err != nil {
+				ok = false
+				break
+			}
+			held[i] = map[netip.Prefix]bool{}
+			for _, a := range addrs {
+				held[i][a.Prefix] = true
+			}
+		}
+		if ok && time.Since(at) <= sampleSpread {
+			for _, g := range s.groups {
+				var hs []int
+				for i := range s.nodes {
+					if held[i][g.vip] {
+						hs = append(hs, i)
+					}
+				}
+				g.observe(at, hs)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (g *stressGroup) observe(at time.Time, hs []int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case len(hs) > 1:
+		if g.dblFrom.IsZero() {
+			g.dblFrom = at
+		}
+		g.double = max(g.double, at.Sub(g.dblFrom))
+	case len(hs) == 1:
+		g.dblFrom = time.Time{}
+		if hs[0] != g.holder {
+			if g.holder >= 0 && !g.restoring {
+				g.moves = append(g.moves, stressMove{at, g.holder, hs[0]})
+			}
+			g.holder = hs[0]
+		}
+	default:
+		g.dblFrom = time.Time{}
+	}
+}
+
+// reset forgets the moves and double holding seen so far.
+func (g *stressGroup) reset() (holder int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.moves, g.double, g.excess = nil, 0, 0
+	return g.holder
+}
+
+// settle waits until every apiserver is live, every group's VIP is on n1
+// alone and its client has succeeded for a second. A group whose VIP is
+// elsewhere is brought back: its daemon on the holder is restarted (a
+// graceful stop hands over to the strongest backup, n1).
+func (s *stressLab) settle(within time.Duration) error {
+	for i := range s.nodes {
+		if err := s.cp.WaitLive(i, within); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(within)
+	for _, g := range s.groups {
+		for {
+			hs, err := s.holders(g.vip)
+			if err != nil {
+				return err
+			}
+			if len(hs) == 1 && hs[0] == 0 {
+				g.mu.Lock()
+				g.restoring = false
+				g.mu.Unlock()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s: holders %v, not n1 alone", g.name, s.names(hs))
+			}
+			if len(hs) == 1 {
+				g.mu.Lock()
+				g.restoring = true
+				g.mu.Unlock()
+				if err := s.restart(g, hs[0]); err != nil {
+					return err
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		rg := realGroup{tool: g.name, vip: g.vip, probe: g.probe}
+		if err := lab.Eventually(time.Until(deadline), rg.clientSettled); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restart stops group g's daemon on node i gracefully and starts it again.
+func (s *stressLab) restart(g *stressGroup, i int) error {
+	p := g.procs[i]
+	_ = p.Signal(syscall.SIGTERM)
+	if _, err := p.Wait(10 * time.Second); err != nil {
+		p.Kill()
+	}
+	n := s.nodes[i]
+	np, err := n.StartQuiet(p.Name, s.env(g, i), binary, "run")
+	if err != nil {
+		return err
+	}
+	g.procs[i] = np
+	return nil
+}
+
+// stressResult is one group's figures for one condition.
+type stressResult struct {
+	moves, falseMoves int
+	failed, requests  int
+	double            time.Duration
+	outage            time.Duration
+}
+
+// result reads group g's figures for the span [from, to].
+func (s *stressLab) result(cond stressCondition, g *stressGroup, from, to time.Time) stressResult {
+	g.mu.Lock()
+	moves, double := append([]stressMove(nil), g.moves...), g.double
+	g.mu.Unlock()
+	r := stressResult{moves: len(moves), double: double}
+	if cond.freeze > 0 {
+		g.mu.Lock()
+		r.falseMoves = g.excess
+		g.mu.Unlock()
+		moves = nil
+	}
+	for _, m := range moves {
+		ok, _, _ := lab.RequestCounts(lab.Samples(s.direct[m.from]), m.at.Add(-time.Second), m.at)
+		if ok > 0 {
+			r.falseMoves++
+		}
+	}
+	ss := lab.Samples(g.probe)
+	ok, failed, _ := lab.RequestCounts(ss, from, to)
+	r.failed, r.requests, r.outage = failed, ok+failed, longestOutage(ss, from, to)
+	return r
+}
+
+// longestOutage is the longest time from a failed request sent in [from,
+// to) to the next success after it.
+func longestOutage(ss []lab.Sample, from, to time.Time) time.Duration {
+	var longest time.Duration
+	var failing time.Time
+	for _, s := range ss {
+		switch {
+		case s.At.Before(from):
+		case !s.OK && failing.IsZero() && s.At.Before(to):
+			failing = s.At
+		case s.OK && !failing.IsZero():
+			longest = max(longest, s.At.Sub(failing))
+			failing = time.Time{}
+		}
+	}
+	return longest
+}
+
+func (r stressResult) String() string {
+	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %v",
+		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.double.Round(time.Millisecond))
+}
+
+// stressCondition is a condition applied for the lab's length: run applies
+// it until ctx ends and undoes it before returning.
+type stressCondition struct {
+	name string
+	// real: a failure the VIP must move for (a move is no false move).
+	real bool
+	// freeze: the condition freezes daemons this long (stressLab.freezes):
+	// its false moves are those beyond what each freeze allows.
+	freeze time.Duration
+	loss   bool // packet loss
+	run    func(ctx context.Context, s *stressLab) error
+}
+
+// guarded says whether a false move of group g in cond fails the test:
+// a freeze never moves the VIP twice (no ping-pong) whatever the setting;
+// at the defaults, a starved or overloaded holder keeps it. Packet loss is
+// measured, not yet guarded: at 20 %, three adverts in a row are lost
+// often enough for a backup to take over (issue 35).
+func guarded(cond stressCondition, g *stressGroup) bool {
+	switch {
+	case cond.real || cond.loss:
+		return false
+	case cond.freeze > 0:
+		return true
+	}
+	return g.env == nil
+}
+
+// TestStress runs every condition in turn.
+func TestStress(t *testing.T) {
+	s := newStressLab(t)
+	var table []string
+	for _, cond := range stressConditions() {
+		for _, g := range s.groups {
+			g.reset()
+		}
+		from := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), s.per)
+		err := cond.run(ctx, s)
+		cancel()
+		to := time.Now()
+		if err != nil {
+			t.Errorf("%s: %v", cond.name, err)
+		}
+		time.Sleep(2 * time.Second) // what the condition's end still moves
+		for _, g := range s.groups {
+			r := s.result(cond, g, from, to.Add(2*time.Second))
+			figure(t, fmt.Sprintf("stress %s, %s: %s; length", cond.name, g.name, r), to.Sub(from))
+			if r.outage > time.Second {
+				t.Logf("%s, %s: the client's requests: %s", cond.name, g.name, lab.RequestRuns(lab.Samples(g.probe), from, to.Add(2*time.Second)))
+			}
+			if guarded(cond, g) && r.falseMoves > 0 {
+				t.Errorf("%s, %s: %d false moves (%s)", cond.name, g.name, r.falseMoves, r)
+			}
+			falseMoves := strconv.Itoa(r.falseMoves)
+			if cond.real {
+				falseMoves = "—"
+			}
+			table = append(table, fmt.Sprintf("| %s | %s | %d | %s | %d of %d | %v | %v |", cond.name, g.name, r.moves,
+				falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.double.Round(time.Millisecond)))
+		}
+		if err := s.settle(3 * time.Minute); err != nil {
+			t.Fatalf("after %s: %v", cond.name, err)
+		}
+	}
+	t.Logf("stress table (%v per condition):\n| condition | setting | moves | false | failed | longest outage | two holders |\n|---|---|---|---|---|---|---|\n%s",
+		s.per, strings.Join(table, "\n"))
+}
