@@ -257,7 +257,7 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		}
 		conns = append(conns, conn)
 	}
-	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval,
+	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
 		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known)}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
 	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
 }

@@ -54,7 +54,7 @@ func TestDefaults(t *testing.T) {
 		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
 		FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", TLSServerName: "kubernetes", Mode: ModeL2, VRID: 51,
-		Priority: 100, AdvertInterval: time.Second, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
+		Priority: 100, AdvertInterval: time.Second, AdvertsPerInterval: 1, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
 		BFDAuth: BFDAuthNone, MetricsAddr: "127.0.0.1:9450", LogFormat: "text", LogLevel: 0,
 	}
@@ -167,6 +167,8 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"priority 1 is fail open's", map[string]string{"NOVAEDGE_CP_VIP_PRIORITY": "1"}, "NOVAEDGE_CP_VIP_PRIORITY (--priority)=\"1\": must be 2-254"},
 		{"advert too small", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "5ms"}, "NOVAEDGE_CP_VIP_ADVERT_INTERVAL"},
 		{"advert not centiseconds", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "105ms"}, "multiple of 10ms"},
+		{"no adverts", map[string]string{"NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "0"}, "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL"},
+		{"adverts closer than 10ms", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "50ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "6"}, "10ms or more"},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
 		{"peers of each family", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12"}, "no peer of the address family of VIP 2001:db8::100/128"},
@@ -282,9 +284,10 @@ func TestFieldsComplete(t *testing.T) {
 		seenEnv[f.Env], seenFlag[f.Flag] = true, true
 	}
 	// The spec's table (38) plus the drain switch and the fast re-check interval that its
-	// health section asks for, the fail-open switch, and the address conflict check's.
-	if len(Fields()) != 42 {
-		t.Errorf("%d variables, want the spec's 38 + 4", len(Fields()))
+	// health section asks for, the fail-open switch, the address conflict check's, and
+	// the advertisements per interval (issue 35: loss without false takeovers).
+	if len(Fields()) != 43 {
+		t.Errorf("%d variables, want the spec's 38 + 5", len(Fields()))
 	}
 }
 

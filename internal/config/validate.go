@@ -125,6 +125,10 @@ func (c *Config) validateL2() error {
 		return errorf("AdvertInterval", c.AdvertInterval, "must be 10ms-40.95s")
 	case c.AdvertInterval%(10*time.Millisecond) != 0:
 		return errorf("AdvertInterval", c.AdvertInterval, "must be a multiple of 10ms (VRRP counts centiseconds)")
+	case c.AdvertsPerInterval < 1 || c.AdvertsPerInterval > 10:
+		return errorf("AdvertsPerInterval", c.AdvertsPerInterval, "must be 1-10")
+	case c.AdvertInterval/time.Duration(c.AdvertsPerInterval) < 10*time.Millisecond:
+		return errorf("AdvertsPerInterval", c.AdvertsPerInterval, "must leave 10ms or more between two advertisements (ADVERT_INTERVAL / ADVERTS_PER_INTERVAL)")
 	case c.GARPRepeat < 1 || c.GARPRepeat > 100:
 		return errorf("GARPRepeat", c.GARPRepeat, "must be 1-100")
 	case c.GARPRefresh != 0 && (c.GARPRefresh < time.Second || c.GARPRefresh > time.Hour):

@@ -94,7 +94,7 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		d.rec.SetCheck(d.guard)
 	}
-	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval,
+	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
 		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours}, output{d}, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
 	d.core.SetPrimary(h.ip)

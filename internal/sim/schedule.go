@@ -71,6 +71,7 @@ type shape struct {
 	Nodes      int // our nodes
 	Keepalived bool
 	Interval   time.Duration
+	Sends      int // advertisements per interval (ADVERTS_PER_INTERVAL) of our nodes
 	FailOpen   bool
 	Preempt    bool
 	DualStack  bool
@@ -113,6 +114,8 @@ func draw(w *world) shape {
 	for at := w.between(2*time.Second, 6*time.Second); at < sh.Length; at += w.between(lo, hi) {
 		sh.Faults = append(sh.Faults, drawFault(w, sh, at, n))
 	}
+	// Drawn last: the schedules drawn before it stay what they were.
+	sh.Sends = []int{1, 1, 2, 3}[w.rng.IntN(4)]
 	return sh
 }
 

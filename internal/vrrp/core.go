@@ -48,7 +48,7 @@ type Core struct {
 // NewCore returns the core of an instance of cfg, not yet a candidate.
 func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
 	return &Core{cfg: cfg, out: out, log: log,
-		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Preempt: cfg.Preempt})}
+		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt})}
 }
 
 // resumeWait is how long VIPs found bound at start wait for the first

@@ -38,6 +38,7 @@ type Config struct {
 	VIPs     []netip.Prefix
 	VRID     uint8
 	Interval time.Duration
+	Sends    int // advertisements per Interval (Params.Sends)
 	Preempt  bool
 	// Resume: every VIP was bound on the interface at start, left by an
 	// earlier run that was killed. They stay until the first health

@@ -45,8 +45,13 @@ type Params struct {
 	VRID     uint8
 	Priority uint8         // 1-254
 	Interval time.Duration // Advertisement_Interval
-	Preempt  bool
-	Primary  netip.Addr // our primary address: the tie-breaker
+	// Sends is how many advertisements a master sends per Interval, evenly
+	// spaced (0 or 1: RFC 5798's one). The backups still wait 3 Intervals
+	// and the skew, now 3 x Sends advertisements: one lost in a row more
+	// than that, not three, makes a false takeover.
+	Sends   int
+	Preempt bool
+	Primary netip.Addr // our primary address: the tie-breaker
 }
 
 // Action is what the machine asks its driver to do. Send is set to send an
@@ -101,6 +106,9 @@ func (m *Machine) Master() netip.Addr { return m.master }
 // Deadline returns when Timeout is due; the zero time means no timer runs.
 func (m *Machine) Deadline() time.Time { return m.deadline }
 
+// sendEvery is a master's time between two advertisements.
+func (m *Machine) sendEvery() time.Duration { return m.p.Interval / time.Duration(max(1, m.p.Sends)) }
+
 // MasterDownInterval is 3 x Master_Adver_Interval + Skew_Time (RFC 5798 section 6.1).
 func (m *Machine) MasterDownInterval() time.Duration {
 	return 3*m.masterAdverInt + m.skew()
@@ -125,7 +133,7 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 	m.p.Priority = p
 	switch m.state {
 	case Master:
-		m.deadline = now.Add(m.p.Interval)
+		m.deadline = now.Add(m.sendEvery())
 		return []Action{{Send: true, Priority: p}}
 	case Backup:
 		switch {
@@ -231,8 +239,8 @@ func (m *Machine) Fault(reason string, now time.Time) []Action {
 	}
 	m.masterUntil = time.Time{}
 	if m.state == Master && !m.deadline.IsZero() {
-		// deadline is our next advertisement: the last one + Interval.
-		m.masterUntil = m.deadline.Add(2 * m.p.Interval)
+		// deadline is our next advertisement: the last one + sendEvery.
+		m.masterUntil = m.deadline.Add(3*m.p.Interval - m.sendEvery())
 	}
 	m.state, m.deadline = Fault, time.Time{}
 	return []Action{{To: Fault, Changed: true, Reason: reason}}
@@ -276,7 +284,7 @@ func (m *Machine) Resume(now time.Time) []Action {
 // becomeMaster makes the machine master at once, advertising now.
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
-	m.deadline = now.Add(m.p.Interval)
+	m.deadline = now.Add(m.sendEvery())
 	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: reason}}
 }
 
@@ -290,7 +298,7 @@ func (m *Machine) Timeout(now time.Time) []Action {
 	case Backup:
 		return m.becomeMaster(now, "no advertisement within the master down interval")
 	case Master:
-		m.deadline = now.Add(m.p.Interval)
+		m.deadline = now.Add(m.sendEvery())
 		return []Action{{Send: true, Priority: m.p.Priority}}
 	}
 	return nil
@@ -323,7 +331,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 	case Master:
 		switch {
 		case a.Priority == 0:
-			m.deadline = now.Add(m.p.Interval)
+			m.deadline = now.Add(m.sendEvery())
 			return []Action{{Send: true, Priority: m.p.Priority}}
 		case a.Priority > m.p.Priority || (a.Priority == m.p.Priority && src.Compare(m.p.Primary) > 0):
 			m.masterAdverInt = a.IntervalDuration()
@@ -349,7 +357,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
 			// at once and win the neighbours' caches back.
 			m.lastAnswer = now
-			m.deadline = now.Add(m.p.Interval)
+			m.deadline = now.Add(m.sendEvery())
 			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true, Other: src}}
 		}
 	}
@@ -357,8 +365,8 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 }
 
 // wasAbsent says whether a master's advertisement is overdue by two
-// intervals: the backups last heard it an interval before it was due, so
-// their Master_Down_Timer (3 x interval + skew) may have fired. Only a
+// intervals: the backups last heard one at most an interval before it was
+// due, so their Master_Down_Timer (3 x interval + skew) may have fired. Only a
 // process that did not run gets there: the driver hands over packets the
 // kernel queued before a timer that is due (Instance.Run), so the
 // advertisements of the node that took over are seen before ours is sent.

@@ -397,3 +397,33 @@ func TestMasterBackFromAFreeze(t *testing.T) {
 		})
 	}
 }
+
+// TestSendsPerInterval: with Sends, a master advertises that many times an
+// interval, every advertisement saying the interval itself; the backups'
+// wait is unchanged, and a master in Fault is back in time until the
+// backups' 3 intervals from its last advertisement.
+func TestSendsPerInterval(t *testing.T) {
+	p := params(100, "192.0.2.11")
+	p.Sends = 3
+	m := masterAt(t, p)
+	start := m.Deadline().Add(-time.Second / 3)
+	for k := 1; k <= 4; k++ {
+		at := m.Deadline()
+		if want := start.Add(time.Duration(k) * (time.Second / 3)); at != want {
+			t.Fatalf("advertisement %d due %v after the first, want %v", k, at.Sub(start), want.Sub(start))
+		}
+		if acts := m.Timeout(at); len(acts) != 1 || !acts[0].Send {
+			t.Fatalf("advertisement %d: %+v", k, acts)
+		}
+	}
+	last := m.Deadline().Add(-time.Second / 3)
+	m.Fault("no carrier", last.Add(10*time.Millisecond))
+	if acts := m.SetCarrier(true, last.Add(3*time.Second-time.Millisecond)); m.State() != Master || len(acts) == 0 {
+		t.Fatalf("carrier back 3 intervals after the last advertisement less 1 ms: %v %+v", m.State(), acts)
+	}
+	b := NewMachine(p)
+	b.SetCandidate(true, t0)
+	if want := 3*time.Second + 156*time.Second/256; b.MasterDownInterval() != want {
+		t.Fatalf("a backup's wait %v, want %v", b.MasterDownInterval(), want)
+	}
+}

@@ -100,10 +100,11 @@ func (s *stressLab) freeze(i int, d time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// loss drops pct % of the packets every host of the segment receives
-// (iptables' statistic match: this kernel has no netem), until ctx ends.
+// loss drops pct % of the packets every host of the segment receives on
+// it (iptables' statistic match: this kernel has no netem; not loopback,
+// where the health checks go), until ctx ends.
 func (s *stressLab) loss(ctx context.Context, pct int) error {
-	rule := []string{"INPUT", "-m", "statistic", "--mode", "random", "--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"}
+	rule := []string{"INPUT", "-i", "eth0", "-m", "statistic", "--mode", "random", "--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"}
 	hosts := append(append([]*lab.Host{}, s.nodes...), s.client)
 	var errs []error
 	for _, h := range hosts {

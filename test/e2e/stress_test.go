@@ -39,13 +39,14 @@ type stressCandidate struct {
 }
 
 // stressCandidates: the settings of the release before (named in full, so
-// the row stays what it was when the defaults change), faster adverts, and
-// the build's defaults.
+// the row stays what it was when the defaults change), faster adverts, sent
+// more than once an interval, and the build's defaults.
 var stressCandidates = []stressCandidate{
 	{"advert 1 s, health 1 s x 3, timeout 3 s (0.1 defaults)", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s",
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3"}},
 	{"advert 250 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms"}},
-	{"advert 100 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=100ms"}},
+	{"advert 250 ms, 3 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3"}},
+	{"advert 200 ms, 3 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3"}},
 	{"defaults", nil},
 }
 
