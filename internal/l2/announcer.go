@@ -36,6 +36,10 @@ type Options struct {
 	// the MAC that then answers for the VIP as ours even when it changed
 	// (the interface made again, a bond's failover).
 	Self func(family netip.Addr) netip.Addr
+	// CaughtUp, when set, says whether the election has read every
+	// advertisement the kernel queued before a time (vrrp.Instance.CaughtUp):
+	// a late repeat waits for it (burst).
+	CaughtUp func(time.Time) bool
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
@@ -144,14 +148,17 @@ func (a *Announcer) stopBurst(vip netip.Addr) {
 	}
 }
 
-// staleRepeat: a repeat due longer ago than this is not sent. Only a
-// process that did not run (frozen, a VM paused, a starved host) gets
-// there, and meanwhile another node may have taken the VIP over: its
-// election reads that (vrrp.Instance.drain) in another goroutine, and a
-// late gratuitous ARP of ours sent first would pull the neighbours to a
-// node that is about to let the VIP go. The next repeat goes if the VIP
-// is still wanted then.
-const staleRepeat = 250 * time.Millisecond
+// lateRepeat: a repeat due longer ago than this waits, at most
+// catchUpWait, until the election has read what the kernel queued (the
+// process did not run: frozen, a VM paused, a starved host), and goes only
+// if the VIP is still wanted then. Meanwhile another node may have taken
+// the VIP over; our election learns that in another goroutine
+// (vrrp.Instance.drain), and a gratuitous ARP of ours sent first would
+// pull the neighbours to a node about to let the VIP go.
+const (
+	lateRepeat  = 50 * time.Millisecond
+	catchUpWait = 200 * time.Millisecond
+)
 
 // burst announces at once, then Repeat-1 more times Gap apart, then
 // every Refresh if set, until ctx ends or the VIP is no longer wanted. A
@@ -170,17 +177,15 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		if !a.loop.Wanted(vip) { // let go; the step that stops the burst follows
 			return
 		}
-		switch late := time.Since(due); {
-		case sent > 0 && late > staleRepeat:
-			a.log.Info("Skipping a late announcement: this process did not run for a while", "address", vip, "late", late.Round(time.Millisecond))
-		default:
-			if sent == 0 && a.opts.Self != nil {
-				if self := a.opts.Self(vip); self.IsValid() {
-					a.announce(ctx, self)
-				}
-			}
-			a.announce(ctx, vip)
+		if sent > 0 && time.Since(due) > lateRepeat && !a.caughtUp(ctx, vip, time.Now()) {
+			return
 		}
+		if sent == 0 && a.opts.Self != nil {
+			if self := a.opts.Self(vip); self.IsValid() {
+				a.announce(ctx, self)
+			}
+		}
+		a.announce(ctx, vip)
 		next := a.opts.Gap
 		switch refresh := time.Duration(a.refresh.Load()); {
 		case int64(sent+1) < a.repeat.Load():
@@ -192,6 +197,20 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		t.Reset(next)
 		due = time.Now().Add(next)
 	}
+}
+
+// caughtUp waits, at most catchUpWait, until the election has read what
+// the kernel queued before now, and says whether the VIP is still wanted
+// then (false also when ctx ends).
+func (a *Announcer) caughtUp(ctx context.Context, vip netip.Addr, now time.Time) bool {
+	for wait := catchUpWait; a.opts.CaughtUp != nil && !a.opts.CaughtUp(now) && wait > 0; wait -= time.Millisecond {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return ctx.Err() == nil && a.loop.Wanted(vip)
 }
 
 func (a *Announcer) announce(ctx context.Context, vip netip.Addr) {

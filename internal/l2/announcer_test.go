@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,5 +164,34 @@ func TestReleaseEndsAFailingBurst(t *testing.T) {
 	time.Sleep(6 * retryGap)
 	if n := rec.count(); n != 0 {
 		t.Fatalf("%d announcements after the release: %v", n, rec.sent)
+	}
+}
+
+// TestLateRepeatWaitsForTheElection: a repeat that is late (the process did
+// not run) waits until the election has read what was queued meanwhile,
+// and goes only if the VIP is still wanted then; an election that does not
+// catch up within catchUpWait does not hold it back.
+func TestLateRepeatWaitsForTheElection(t *testing.T) {
+	var caught atomic.Bool
+	a, _, _, _ := newTestAnnouncer(t, Options{CaughtUp: func(time.Time) bool { return caught.Load() }})
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	ctx := context.Background()
+	a.Hold(vip)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		a.Release(vip) // the queued advertisement of the node that took over
+		caught.Store(true)
+	}()
+	if a.caughtUp(ctx, vip.Addr(), time.Now()) {
+		t.Fatal("a late repeat went out for a VIP the election let go meanwhile")
+	}
+	caught.Store(false)
+	a.Hold(vip)
+	start := time.Now()
+	if !a.caughtUp(ctx, vip.Addr(), start) {
+		t.Fatal("a late repeat of a VIP still wanted was held back")
+	}
+	if waited := time.Since(start); waited < catchUpWait/2 {
+		t.Fatalf("waited %v for an election that never caught up, want about %v", waited, catchUpWait)
 	}
 }

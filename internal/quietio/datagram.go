@@ -87,7 +87,9 @@ func (r *Receiver) Pending() bool {
 	err := r.rc.Control(func(fd uintptr) {
 		_, _, errno = unix.RawSyscall(unix.SYS_IOCTL, fd, unix.SIOCINQ, uintptr(unsafe.Pointer(&n)))
 	})
-	return err == nil && errno == 0 && n > 0
+	// The reader may have taken the last one between the two looks: then
+	// it is no longer parked.
+	return err == nil && errno == 0 && n > 0 || !r.parked.Load()
 }
 
 // Sender writes datagrams to one connected UDP socket, without allocating.

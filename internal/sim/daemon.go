@@ -22,7 +22,6 @@ const (
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
 	garpGap         = 1100 * time.Millisecond
-	staleRepeat     = 250 * time.Millisecond // l2's: a repeat later than this is skipped
 	sendRetryGap    = 200 * time.Millisecond // l2's retryGap: a failed announcement tried again
 	sendTries       = 5
 	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
@@ -228,15 +227,16 @@ func (d *daemon) burst(vip netip.Addr) {
 	// send is l2.Announcer.announce: on an interface that is gone the send
 	// fails and is tried again sendRetryGap apart; one that goes out for a
 	// VIP this node has not bound breaks the invariant.
-	var send func(left, try int, due time.Time)
-	send = func(left, try int, due time.Time) {
+	var send func(left, try int)
+	send = func(left, try int) {
 		switch {
 		case d.bursts[vip] != gen || !d.wanted(vip):
+			// l2.Announcer.burst: a late repeat (a freeze) waits until the
+			// election read what was queued, then asks this: here the
+			// held events run after the queued packets (freeze.go).
 			return
-		case try == 1 && h.s.w.now.Sub(due) > staleRepeat:
-			// l2.Announcer.burst: a late repeat is skipped (a freeze).
 		case !h.iface && try < sendTries:
-			d.after(sendRetryGap, "garp retry", func() { send(left, try+1, due) })
+			d.after(sendRetryGap, "garp retry", func() { send(left, try+1) })
 			return
 		case h.iface && h.linked():
 			if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
@@ -245,11 +245,10 @@ func (d *daemon) burst(vip netip.Addr) {
 			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
 		}
 		if left > 1 {
-			due := h.s.w.now.Add(garpGap)
-			d.after(garpGap, "garp", func() { send(left-1, 1, due) })
+			d.after(garpGap, "garp", func() { send(left-1, 1) })
 		}
 	}
-	send(max(1, d.cfg.GARPRepeat), 1, h.s.w.now)
+	send(max(1, d.cfg.GARPRepeat), 1)
 }
 
 // wanted is reconcile.Loop.Wanted: the election's latest word on vip.

@@ -233,7 +233,7 @@ func (s *sim) expect(f fault, t *host) {
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a freeze shorter than the backups wait moves nothing",
 			start, start.Add(f.Dur + 3*i), stays})
-	case f.What == fFreeze && f.Dur > 4*i+s.sh.Delay && !s.sh.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
+	case f.What == fFreeze && f.Dur > 4*i+s.sh.Delay && !t.d.cfg.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
 		// A backup took over: the node steps back when it runs again, at
 		// once, and does not take the VIP back (no ping-pong).
 		thaw := start.Add(f.Dur)

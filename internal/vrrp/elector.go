@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"time"
 )
 
 // Elector runs the node's one VRRP instance for every VIP and implements
@@ -86,6 +87,9 @@ func (e *Elector) SetPriority(p uint8) {
 
 // SetPreempt changes whether a stronger backup takes the VIP from a weaker master.
 func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
+
+// CaughtUp is Instance.CaughtUp.
+func (e *Elector) CaughtUp(t time.Time) bool { return e.inst.CaughtUp(t) }
 
 func (e *Elector) holds() bool { return e.inst.Status().State == Master }
 

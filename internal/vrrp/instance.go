@@ -84,8 +84,12 @@ type Instance struct {
 	sendErrs atomic.Uint64
 
 	primaries []atomic.Pointer[netip.Addr] // our source address per family, read by the readers
-	// drainAtMost: how long a due timer waits for queued advertisements (drain).
+	// drainAtMost: how long a due timer waits for queued advertisements
+	// (drain): a quarter of the time between two advertisements at most.
 	drainAtMost time.Duration
+	// caughtUp: when drain last found nothing queued (unix ns): the election
+	// has read every advertisement the kernel queued before then (CaughtUp).
+	caughtUp atomic.Int64
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -112,7 +116,7 @@ const handoverGrace = 100 * time.Millisecond
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
 		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
-		drainAtMost: drainAtMost}
+		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
 type priority struct {
@@ -163,6 +167,12 @@ func (i *Instance) Primary(family netip.Addr) netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// CaughtUp says whether the election has read every advertisement the
+// kernel queued before t (a master's does at each advertisement it sends):
+// after a freeze, what it wants from then on knows whether another node
+// took over meanwhile.
+func (i *Instance) CaughtUp(t time.Time) bool { return i.caughtUp.Load() >= t.UnixNano() }
 
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
@@ -226,8 +236,10 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			readers.Wait()
 			return
 		case on := <-i.preempt:
+			i.catchUp(core, packets)
 			core.SetPreempt(on)
 		case pr := <-i.priority:
+			i.catchUp(core, packets)
 			core.SetPriority(pr.p, pr.why, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
@@ -237,6 +249,17 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		}
 		i.setStatus(func(s *Status) { s.Priority, s.Master = core.Priority(), core.Master() })
 		resetTimer(timer, core.Deadline())
+	}
+}
+
+// catchUp runs a timer that is already due, after what the kernel queued
+// before it, ahead of another event: after a freeze a reload's priority
+// (SIGHUP) must not reach a master before the advertisements of the node
+// that took over.
+func (i *Instance) catchUp(core *Core, packets <-chan packet) {
+	if at := core.Deadline(); !at.IsZero() && !time.Now().Before(at) {
+		i.drain(core, packets)
+		core.Timeout(time.Now())
 	}
 }
 
@@ -255,7 +278,7 @@ const drainAtMost = 20 * time.Millisecond
 func (i *Instance) drain(core *Core, packets <-chan packet) {
 	deadline := time.Now().Add(i.drainAtMost)
 	for {
-		if !i.conns[0].Pending() {
+		if at := time.Now(); !i.conns[0].Pending() {
 			// Pending reads false only after the reader handed over what
 			// it took: the channel holds the rest.
 			for {
@@ -265,6 +288,7 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 					continue
 				default:
 				}
+				i.caughtUp.Store(at.UnixNano())
 				return
 			}
 		}

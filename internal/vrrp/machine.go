@@ -337,13 +337,16 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
-		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority):
+		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority) &&
+			!(m.p.Preempt && a.Priority < m.p.Priority):
 			// Our own advertisement is overdue by as long as the backups
 			// wait for one: this process did not run (frozen: SIGSTOP, a
 			// VM paused or migrated, a starved host) and a backup took
 			// over, as it had to. It serves now; answering would take the
 			// VIP back, a second move for the clients (a ping-pong). Not
-			// from a fail-open master: a healthy node takes that over.
+			// from a fail-open master: a healthy node takes that over; nor
+			// with Preempt from a weaker one: it would take it back anyway,
+			// later.
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("%s took over while this node was not running (our advertisement %v overdue)",
 				src, now.Sub(m.deadline).Round(time.Millisecond))

@@ -427,3 +427,16 @@ func TestSendsPerInterval(t *testing.T) {
 		t.Fatalf("a backup's wait %v, want %v", b.MasterDownInterval(), want)
 	}
 }
+
+// TestFrozenMasterWithPreempt: with Preempt, a stronger master back from a
+// freeze does not yield to the weaker node that took over: it would take
+// the VIP back a master-down interval later; it answers at once instead.
+func TestFrozenMasterWithPreempt(t *testing.T) {
+	p := params(150, "192.0.2.11")
+	p.Preempt = true
+	m := masterAt(t, p)
+	acts := m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), m.Deadline().Add(3*time.Second))
+	if m.State() != Master || len(acts) != 1 || !acts[0].Send {
+		t.Fatalf("state %v, actions %+v: want master, answering", m.State(), acts)
+	}
+}
