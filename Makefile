@@ -110,10 +110,12 @@ bench: deps
 # several candidate settings side by side, each condition (freezes, packet
 # loss, CPU starvation, apiserver overload, real failures) for
 # STRESS_SECONDS (600: about 2.5 h in all); make test runs it as a smoke
-# (12 s a condition). The table is at the end of stress.log.
+# (12 s a condition). STRESS_RUN and STRESS_CANDIDATES choose conditions
+# and settings by name (regular expressions). The table is at the end of
+# stress.log.
 STRESS_SECONDS ?= 600
 stress: deps
-	$(WITH_REALCP) NOVAEDGE_STRESS_SECONDS=$(STRESS_SECONDS) $(GO) test -count=1 -run '^TestStress$$' -timeout 0 -v ./test/e2e 2>&1 | tee stress.log | grep -E '^(--- |ok|FAIL)|stress table|^\|'; test $${PIPESTATUS[0]} -eq 0
+	$(WITH_REALCP) NOVAEDGE_STRESS_SECONDS=$(STRESS_SECONDS) NOVAEDGE_STRESS_RUN='$(STRESS_RUN)' NOVAEDGE_STRESS_CANDIDATES='$(STRESS_CANDIDATES)' $(GO) test -count=1 -run '^TestStress$$' -timeout 0 -v ./test/e2e 2>&1 | tee stress.log | grep -E '^(--- |ok|FAIL)|stress table|^\|'; test $${PIPESTATUS[0]} -eq 0
 
 # .deb and .rpm of every architecture in dist/ (nfpm pinned, fetched through
 # the Go module proxy), then the release files (packaging/dist.sh).

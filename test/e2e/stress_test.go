@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,27 @@ import (
 const stressEnvSeconds = "NOVAEDGE_STRESS_SECONDS"
 
 const stressSmoke = 12 * time.Second
+
+// stressEnvRun and stressEnvCandidates, when set, are regular expressions
+// choosing the conditions and the candidate settings by name (make stress
+// STRESS_RUN=… STRESS_CANDIDATES=…; an earlier build knows fewer settings).
+const (
+	stressEnvRun        = "NOVAEDGE_STRESS_RUN"
+	stressEnvCandidates = "NOVAEDGE_STRESS_CANDIDATES"
+)
+
+// chosen says whether name matches the regular expression in env (unset: all).
+func chosen(t *testing.T, env, name string) bool {
+	v := os.Getenv(env)
+	if v == "" {
+		return true
+	}
+	re, err := regexp.Compile(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", env, v, err)
+	}
+	return re.MatchString(name)
+}
 
 // stressCandidate is one setting under test: the daemon's environment on
 // top of the lab's.
@@ -93,16 +115,23 @@ func newStressLab(t *testing.T) *stressLab {
 		}
 		per = time.Duration(n) * time.Second
 	}
+	var cands []stressCandidate
 	var vips []netip.Addr
-	for k := range stressCandidates {
-		vips = append(vips, netip.AddrFrom4([4]byte{192, 0, 2, byte(110 + k)}))
+	for k, cand := range stressCandidates {
+		if chosen(t, stressEnvCandidates, cand.name) {
+			cands = append(cands, cand)
+			vips = append(vips, netip.AddrFrom4([4]byte{192, 0, 2, byte(110 + k)}))
+		}
+	}
+	if len(cands) == 0 {
+		t.Fatalf("%s chooses no candidate setting", stressEnvCandidates)
 	}
 	c := newRealClusterOf(t, 3, vips, lab.APIServerOptions{})
 	quiet(c.Lab)
 	c.startControlPlane(t)
 	s := &stressLab{realCluster: c, per: per, t: t}
-	for k, cand := range stressCandidates {
-		g := &stressGroup{stressCandidate: cand, vip: netip.PrefixFrom(vips[k], 32), vrid: 70 + k, holder: -1}
+	for k, cand := range cands {
+		g := &stressGroup{stressCandidate: cand, vip: netip.PrefixFrom(vips[k], 32), vrid: int(vips[k].As4()[3]) - 40, holder: -1}
 		vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": g.vip.String()}
 		for _, kv := range cand.env {
 			k, v, _ := strings.Cut(kv, "=")
@@ -373,6 +402,9 @@ func TestStress(t *testing.T) {
 	s := newStressLab(t)
 	var table []string
 	for _, cond := range stressConditions() {
+		if !chosen(t, stressEnvRun, cond.name) {
+			continue
+		}
 		for _, g := range s.groups {
 			g.reset()
 		}
