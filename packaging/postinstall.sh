@@ -12,6 +12,13 @@ fi
 if ! getent passwd novaedge-cpvip >/dev/null 2>&1; then
   echo "novaedge-cpvip: could not create the user novaedge-cpvip; the service will not start until it exists (systemd-sysusers novaedge-cpvip.conf)" >&2
 fi
+# The env file is the operator's: created from the shipped reference when
+# missing, never replaced (the reference in /usr/share/novaedge-cpvip/ is
+# the current one, with every setting explained).
+if [ ! -e /etc/novaedge/cpvip.env ]; then
+  mkdir -p /etc/novaedge
+  (umask 077 && cp /usr/share/novaedge-cpvip/cpvip.env /etc/novaedge/cpvip.env)
+fi
 # Root writes it, the daemon's group reads it (its secrets too: the BGP
 # password, the BFD key); nobody else. Also on an upgrade from a version
 # that ran as root and installed it 0600.

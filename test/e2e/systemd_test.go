@@ -361,6 +361,9 @@ func (s *sdLab) upgrade(t *testing.T, i int) {
 	if out := s.sh(t, i, "grep -c '^NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env"); strings.TrimSpace(out) != "1" {
 		t.Errorf("%s: the upgrade lost the env file's settings", s.nodes[i].Name)
 	}
+	if _, err := s.nodes[i].Exec("test", "-f", "/usr/share/novaedge-cpvip/cpvip.env"); err != nil {
+		t.Errorf("%s: the upgrade left no reference env file in /usr/share/novaedge-cpvip", s.nodes[i].Name)
+	}
 }
 
 // remove is `apt remove` (the service stops, releasing what it holds; the
