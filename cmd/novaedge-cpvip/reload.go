@@ -61,7 +61,7 @@ func (p live) apply(prev, cfg *config.Config) {
 	p.level.Set(slog.Level(cfg.LogLevel))
 	timing := func(c *config.Config) health.Timing {
 		return health.Timing{Interval: c.HealthInterval, FastInterval: c.HealthFastInterval,
-			Timeout: c.HealthTimeout, FailThreshold: c.FailThreshold, RiseThreshold: c.RiseThreshold}
+			Timeout: c.HealthTimeout, HungAfter: c.HealthHungAfter, FailThreshold: c.FailThreshold, RiseThreshold: c.RiseThreshold}
 	}
 	if timing(prev) != timing(cfg) {
 		p.checker.Tune(timing(cfg))

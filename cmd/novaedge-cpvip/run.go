@@ -134,7 +134,7 @@ func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 	c, err := health.New(health.Config{
 		URL: cfg.APIServerURL(), ReadyURL: cfg.APIServerReadyURL(),
 		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
-		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold,
+		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold, HungAfter: cfg.HealthHungAfter,
 		TokenPath: cfg.SATokenPath, CAFiles: cfg.CAFiles(), ServerName: cfg.TLSServerName,
 		InsecureSkipVerify: cfg.InsecureSkipTLSVerify,
 	}, log.With("component", "health"), time.Now)

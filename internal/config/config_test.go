@@ -52,7 +52,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
 		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
-		FailThreshold: 3, RiseThreshold: 1,
+		HealthHungAfter: time.Second, FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", TLSServerName: "kubernetes", Mode: ModeL2, VRID: 51,
 		Priority: 100, AdvertInterval: time.Second, AdvertsPerInterval: 1, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
@@ -169,6 +169,7 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"advert not centiseconds", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "105ms"}, "multiple of 10ms"},
 		{"no adverts", map[string]string{"NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "0"}, "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL"},
 		{"adverts closer than 10ms", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "50ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "6"}, "10ms or more"},
+		{"hung after too short", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER": "5ms"}, `NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER (--health-hung-after)="5ms": must be 0 (off) or 10ms-1m0s`},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
 		{"peers of each family", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12"}, "no peer of the address family of VIP 2001:db8::100/128"},
@@ -285,9 +286,10 @@ func TestFieldsComplete(t *testing.T) {
 	}
 	// The spec's table (38) plus the drain switch and the fast re-check interval that its
 	// health section asks for, the fail-open switch, the address conflict check's, and
-	// the advertisements per interval (issue 35: loss without false takeovers).
-	if len(Fields()) != 43 {
-		t.Errorf("%d variables, want the spec's 38 + 5", len(Fields()))
+	// the advertisements per interval (issue 35: loss without false takeovers) and the
+	// hung apiserver's (issue 35: etcd stopped under it found in a second).
+	if len(Fields()) != 44 {
+		t.Errorf("%d variables, want the spec's 38 + 6", len(Fields()))
 	}
 }
 

@@ -25,7 +25,11 @@ type Config struct {
 	Timeout       time.Duration
 	FailThreshold int
 	RiseThreshold int
-	TokenPath     string
+	// HungAfter: a check with no answer by then while the apiserver answers
+	// /livez/ping within a tenth of it is a hung apiserver, Unhealthy at
+	// once. 0, or not below Timeout: never.
+	HungAfter time.Duration
+	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins
 	// (watched: one that appears later is used from the next check). While
 	// none exists the apiserver is not verified.
@@ -43,6 +47,7 @@ type Result struct {
 	OK       bool
 	Draining bool   // the apiserver has begun a graceful shutdown (OK is false)
 	Refused  bool   // a new connection was refused or reset: no process serves the port (OK is false)
+	Hung     bool   // no answer by HungAfter while /livez/ping answered fast: what the check waits for (etcd) does not (OK is false)
 	Status   int    // HTTP status, 0 when no answer
 	Reason   string // why it failed; empty when OK
 	Duration time.Duration
@@ -59,6 +64,7 @@ type Transition struct {
 type Checker struct {
 	cfg     Config
 	probe   *probe   // asks its URL, /livez, unless told another
+	pinger  *probe   // asks /livez/ping on a connection of its own, closed after
 	ready   *url.URL // nil: no drain detection
 	tokens  *tokenSource
 	ca      *caSource
@@ -107,9 +113,12 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 	if cfg.InsecureSkipVerify {
 		log.Warn("TLS verification of the API server is off (INSECURE_SKIP_TLS_VERIFY): the token goes to whatever listens on its port", "url", cfg.URL)
 	}
+	ping := *p.url
+	ping.Path, ping.RawQuery = "/livez/ping", ""
 	return &Checker{
 		cfg:    cfg,
 		probe:  p,
+		pinger: &probe{url: &ping, tls: p.tls, dialTCP: p.dialTCP}, // one TLS config: setRoots holds for both
 		ready:  ready,
 		tokens: newTokenSource(cfg.TokenPath, now),
 		ca:     newCASource(cfg.CAFiles),
@@ -154,7 +163,21 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if c.ready != nil {
 		u = c.ready
 	}
-	status, err := c.probe.get(ctx, u, header)
+	var pinged time.Duration
+	sil := silence{}
+	if c.cfg.HungAfter > 0 {
+		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
+			var ok bool
+			pinged, ok = c.answersPing(ctx)
+			return ok
+		}}
+	}
+	status, err := c.probe.getWatched(ctx, u, header, sil)
+	if errors.Is(err, errStuck) {
+		return Result{Hung: true, Duration: time.Since(start), Reason: fmt.Sprintf(
+			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
+			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
+	}
 	if err == nil && u == c.ready {
 		switch {
 		case status == http.StatusInternalServerError && bytes.Contains(c.probe.body, shutdownFailed):
@@ -173,6 +196,22 @@ func (c *Checker) Check(ctx context.Context) Result {
 	}
 	ok, reason := classify(status, tok.present)
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
+}
+
+// answersPing asks /livez/ping, which needs nothing but the apiserver's
+// process, TLS and handler chain, on a new connection and without the token
+// (no token review either), and reports how long the answer took and
+// whether it came within a tenth of HungAfter. Any status will do: RBAC
+// grants anonymous users only /livez itself, so a 403 (or a 401 without
+// anonymous auth) is the usual answer, and just as fast. Slower, the whole
+// apiserver is slow (CPU, overload), not hung: the check waits on as usual.
+func (c *Checker) answersPing(ctx context.Context) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HungAfter/10)
+	defer cancel()
+	start := time.Now()
+	_, err := c.pinger.get(ctx, c.pinger.url, http.Header{"User-Agent": {"novaedge-cpvip"}})
+	c.pinger.close()
+	return time.Since(start), err == nil
 }
 
 // refused reports whether err says no process serves the port: the

@@ -77,11 +77,31 @@ func (p *probe) verifies() bool { return !p.tls.InsecureSkipVerify }
 // replaced once, as net/http does for idempotent requests. Past ctx's
 // deadline the error is context.DeadlineExceeded.
 func (p *probe) get(ctx context.Context, u *url.URL, header http.Header) (int, error) {
+	return p.getWatched(ctx, u, header, silence{})
+}
+
+// silence is what to do when a request's answer has not begun by a point
+// in time: ask stuck once, and told yes, give up with errStuck. The zero
+// silence watches nothing.
+type silence struct {
+	at    time.Time
+	stuck func() bool
+}
+
+// errStuck ends a request whose silence was judged stuck.
+var errStuck = errors.New("no answer, judged stuck")
+
+// getWatched is get with a watch on the answer's first byte (sil).
+func (p *probe) getWatched(ctx context.Context, u *url.URL, header http.Header, sil silence) (int, error) {
 	req := &http.Request{Method: http.MethodGet, URL: u, Host: p.url.Host, Header: header,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
 	for attempt := 0; ; attempt++ {
 		reused := p.conn != nil
-		status, err := p.roundTrip(ctx, req)
+		status, err := p.roundTrip(ctx, req, sil)
+		if errors.Is(err, errStuck) {
+			p.close()
+			return 0, err
+		}
 		if err == nil {
 			return status, nil
 		}
@@ -98,7 +118,7 @@ func (p *probe) get(ctx context.Context, u *url.URL, header http.Header) (int, e
 	}
 }
 
-func (p *probe) roundTrip(ctx context.Context, req *http.Request) (int, error) {
+func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (int, error) {
 	if p.conn == nil {
 		if err := p.dial(ctx); err != nil {
 			return 0, err
@@ -124,6 +144,9 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request) (int, error) {
 	if err := p.bw.Flush(); err != nil {
 		return 0, err
 	}
+	if err := p.await(ctx, conn, sil); err != nil {
+		return 0, err
+	}
 	resp, err := http.ReadResponse(p.br, req)
 	if err != nil {
 		return 0, err
@@ -136,6 +159,31 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request) (int, error) {
 		p.close()
 	}
 	return resp.StatusCode, nil
+}
+
+// await waits for the answer's first byte until sil.at; none by then, it
+// asks sil.stuck (the caller's goroutine, so stuck may use the network) and
+// returns errStuck when told so, else gives the read ctx's deadline again.
+// Before sil.at (or without a watch, or past ctx's deadline) it does
+// nothing: ReadResponse waits as before.
+func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
+	if sil.stuck == nil || p.br.Buffered() > 0 {
+		return nil
+	}
+	if d, ok := ctx.Deadline(); ok && !sil.at.Before(d) {
+		return nil
+	}
+	_ = conn.SetReadDeadline(sil.at)
+	_, err := p.br.Peek(1)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+		return err // an answer (nil), a dead connection, or ctx's end
+	}
+	if sil.stuck() {
+		return errStuck
+	}
+	d, _ := ctx.Deadline()
+	_ = conn.SetReadDeadline(d)
+	return nil
 }
 
 // idle waits until the time until, or less: it returns early, reporting

@@ -63,24 +63,26 @@ func (t *thresholds) drain() (State, bool) {
 	return Draining, changed
 }
 
-// refused records a check whose new connection was refused or reset: no
-// process serves the apiserver's port (stopped, killed, not started yet),
-// which is certain, unlike a slow or failing answer: Unhealthy at once.
-func (t *thresholds) refused() (State, bool) {
+// certain records a check that leaves no doubt, unlike a slow or failing
+// answer: a new connection refused or reset (no process serves the
+// apiserver's port: stopped, killed, not started yet), or a hung apiserver
+// (its ping answers at once, the check not at all). Unhealthy at once.
+func (t *thresholds) certain() (State, bool) {
 	t.failRun, t.okRun = max(t.failRun+1, t.fail), 0
 	changed := t.state != Unhealthy
 	t.state = Unhealthy
 	return Unhealthy, changed
 }
 
-// judge records one check's result by its kind: a drain or a refused
-// connection decides at once, anything else counts towards a threshold.
+// judge records one check's result by its kind: a drain, a refused
+// connection or a hung apiserver decides at once, anything else counts
+// towards a threshold.
 func (t *thresholds) judge(r Result) (State, bool) {
 	switch {
 	case r.Draining:
 		return t.drain()
-	case r.Refused:
-		return t.refused()
+	case r.Refused || r.Hung:
+		return t.certain()
 	default:
 		return t.observe(r.OK)
 	}

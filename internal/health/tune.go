@@ -4,8 +4,8 @@ import "time"
 
 // Timing is what a reload may change in a running Checker.
 type Timing struct {
-	Interval, FastInterval, Timeout time.Duration
-	FailThreshold, RiseThreshold    int
+	Interval, FastInterval, Timeout, HungAfter time.Duration
+	FailThreshold, RiseThreshold               int
 }
 
 // Tune changes the timing from the next check on; only the latest call
@@ -22,11 +22,11 @@ func (c *Checker) Tune(t Timing) {
 func (c *Checker) retune() {
 	select {
 	case t := <-c.tune:
-		c.cfg.Interval, c.cfg.FastInterval, c.cfg.Timeout = t.Interval, t.FastInterval, t.Timeout
+		c.cfg.Interval, c.cfg.FastInterval, c.cfg.Timeout, c.cfg.HungAfter = t.Interval, t.FastInterval, t.Timeout, t.HungAfter
 		c.cfg.FailThreshold, c.cfg.RiseThreshold = t.FailThreshold, t.RiseThreshold
 		c.thr.fail, c.thr.rise = t.FailThreshold, t.RiseThreshold
 		c.log.Info("Health check timing changed", "interval", t.Interval, "fast_interval", t.FastInterval,
-			"timeout", t.Timeout, "fail_threshold", t.FailThreshold, "rise_threshold", t.RiseThreshold)
+			"timeout", t.Timeout, "hung_after", t.HungAfter, "fail_threshold", t.FailThreshold, "rise_threshold", t.RiseThreshold)
 	default:
 	}
 }

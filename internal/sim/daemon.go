@@ -263,7 +263,7 @@ func (d *daemon) wanted(vip netip.Addr) bool {
 
 // check runs one health check and schedules the next (health.Checker.Run).
 func (d *daemon) check() {
-	r, took := d.h.answer(d.cfg.HealthTimeout)
+	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
 	d.after(took, "health result", func() {
 		d.judge(r)
 		next := d.cfg.HealthInterval
@@ -277,7 +277,7 @@ func (d *daemon) check() {
 // checkNow is a check at once: the apiserver closed the kept connection.
 // The running check loop goes on; this result counts like any other.
 func (d *daemon) checkNow() {
-	r, took := d.h.answer(d.cfg.HealthTimeout)
+	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
 	d.after(took, "health result (connection closed)", func() { d.judge(r) })
 }
 

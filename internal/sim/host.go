@@ -26,7 +26,7 @@ type api int
 const (
 	apiHealthy  api = iota
 	apiSlow         // answers in slowBy
-	apiHung         // accepts, never answers
+	apiHung         // its etcd stopped: answers /livez/ping, never a check
 	apiRefused      // nothing listens
 	apiDraining     // graceful shutdown begun: /readyz says so
 )
@@ -150,9 +150,9 @@ func (h *host) dump() {
 	}
 }
 
-// answer is the apiserver's answer to one health check with timeout, and
-// how long it took.
-func (h *host) answer(timeout time.Duration) (health.Result, time.Duration) {
+// answer is the apiserver's answer to one health check with timeout and
+// hungAfter (health.Config), and how long it took.
+func (h *host) answer(timeout, hungAfter time.Duration) (health.Result, time.Duration) {
 	switch h.api {
 	case apiSlow:
 		if h.slowBy < timeout {
@@ -160,6 +160,9 @@ func (h *host) answer(timeout time.Duration) (health.Result, time.Duration) {
 		}
 		return health.Result{Reason: "timeout"}, timeout
 	case apiHung:
+		if hungAfter > 0 && hungAfter < timeout {
+			return health.Result{Hung: true, Reason: "hung"}, hungAfter + time.Millisecond
+		}
 		return health.Result{Reason: "timeout"}, timeout
 	case apiRefused:
 		return health.Result{Refused: true, Reason: "connection refused"}, time.Millisecond

@@ -65,7 +65,7 @@ type stressCandidate struct {
 // more than once an interval, and the build's defaults.
 var stressCandidates = []stressCandidate{
 	{"advert 1 s, health 1 s x 3, timeout 3 s (0.1 defaults)", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s",
-		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3"}},
+		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER=0"}},
 	{"advert 250 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms"}},
 	{"advert 250 ms, 3 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3"}},
 	{"advert 200 ms, 3 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3"}},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dist/novaedge-cpvip_*.deb on this machine and checks it: files,
-# modes, the conffile kept across a reinstall, the unit verified by systemd,
+# modes, the env file kept across a reinstall (no conffile prompt), the unit verified by systemd,
 # and the .rpm's file list. Needs root; run by `make package-check`.
 set -euo pipefail
 arch=$(dpkg --print-architecture)
@@ -32,7 +32,10 @@ test -f /lib/systemd/system/novaedge-cpvip.service || fail "unit missing"
 getent passwd novaedge-cpvip >/dev/null || fail "no user novaedge-cpvip"
 test "$(stat -c '%a %U %G' /etc/novaedge/cpvip.env)" = "640 root novaedge-cpvip" || fail "cpvip.env is $(stat -c '%a %U %G' /etc/novaedge/cpvip.env)"
 grep -q '^#NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env || fail "cpvip.env lacks the commented variables"
-dpkg-query -W -f='${Conffiles}\n' novaedge-cpvip | grep -q /etc/novaedge/cpvip.env || fail "cpvip.env is not a conffile"
+# The operator's file, not a conffile (an upgrade never prompts about it);
+# the reference beside the binary is the package's.
+dpkg-query -W -f='${Conffiles}\n' novaedge-cpvip | grep -q /etc/novaedge/cpvip.env && fail "cpvip.env is a conffile: an upgrade would prompt"
+cmp -s /etc/novaedge/cpvip.env /usr/share/novaedge-cpvip/cpvip.env || fail "cpvip.env is not the shipped reference /usr/share/novaedge-cpvip/cpvip.env"
 if [ -d /run/systemd/system ]; then
   systemctl is-enabled novaedge-cpvip.service >/dev/null 2>&1 && fail "the package enabled an unconfigured service"
   systemctl is-active novaedge-cpvip.service >/dev/null 2>&1 && fail "the package started an unconfigured service"
@@ -40,8 +43,10 @@ fi
 
 # An upgrade (here: the same package again) keeps the operator's configuration.
 echo 'NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32' >> /etc/novaedge/cpvip.env
-dpkg -i --force-confold "$deb" >/dev/null
+echo '# the reference of an older version' >> /usr/share/novaedge-cpvip/cpvip.env
+dpkg -i "$deb" >/dev/null </dev/null || fail "reinstall over a configured env file failed (a conffile prompt?)"
 grep -q '^NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32' /etc/novaedge/cpvip.env || fail "reinstall overwrote cpvip.env"
+grep -q 'an older version' /usr/share/novaedge-cpvip/cpvip.env && fail "reinstall left the old reference"
 /usr/bin/novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env >/dev/null 2>&1 || fail "the configured env file does not pass check-config"
 
 if command -v systemd-analyze >/dev/null 2>&1; then
@@ -61,13 +66,14 @@ fi
 
 if command -v rpm >/dev/null 2>&1; then
   files=$(rpm -qpl "$rpm" 2>/dev/null)
-  for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /etc/novaedge/cpvip.env /usr/lib/sysusers.d/novaedge-cpvip.conf; do
+  for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /usr/share/novaedge-cpvip/cpvip.env /usr/lib/sysusers.d/novaedge-cpvip.conf; do
     echo "$files" | grep -qx "$f" || fail "rpm lacks $f"
   done
-  rpm -qp --configfiles "$rpm" 2>/dev/null | grep -qx /etc/novaedge/cpvip.env || fail "rpm: cpvip.env is not a config file"
-  echo "package-check: rpm file list and config file ok"
+  echo "$files" | grep -qx /etc/novaedge/cpvip.env && fail "rpm ships /etc/novaedge/cpvip.env (the postinst creates it)"
+  echo "package-check: rpm file list ok"
 fi
 
 dpkg -P novaedge-cpvip >/dev/null
 test ! -e /usr/bin/novaedge-cpvip || fail "purge left the binary"
+test ! -e /etc/novaedge/cpvip.env || fail "purge left /etc/novaedge/cpvip.env"
 echo "package-check: $(basename "$deb") and $(basename "$rpm") ok"
