@@ -55,6 +55,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd test/realcp && $(GO) vet ./cmd/kclient
+	cd test/tools/nfdelay && $(GO) vet .
 
 unit:
 	$(GO) test -race -count=1 $(PKGS_RACE)

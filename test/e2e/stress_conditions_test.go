@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,9 +28,13 @@ func stressConditions() []stressCondition {
 		out = append(out, stressCondition{name: fmt.Sprintf("%d %% packet loss on the segment", p), loss: true,
 			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p) }})
 	}
+	out = append(out, stressCondition{name: "50 ms ± 20 ms jitter on the segment",
+		run: func(ctx context.Context, s *stressLab) error { return s.jitter(ctx, 50*time.Millisecond, 20*time.Millisecond) }})
 	out = append(out,
 		stressCondition{name: "holder's CPU starved (0.2 CPU, two busy loops beside)",
 			run: func(ctx context.Context, s *stressLab) error { return s.starve(ctx, 0, 20) }},
+		stressCondition{name: "holder's memory nearly exhausted (64 MiB above its use, 56 of them held)",
+			run: func(ctx context.Context, s *stressLab) error { return s.squeeze(ctx, 0, 64, 8) }},
 		stressCondition{name: "holder's apiserver overloaded (8 clients LISTing 20 MB)",
 			run: func(ctx context.Context, s *stressLab) error { return s.overload(ctx, []int{0}, 8) }},
 		stressCondition{name: "every apiserver overloaded (8 clients LISTing 20 MB each)",
@@ -104,35 +109,70 @@ func (s *stressLab) freeze(i int, d time.Duration) error {
 // it (iptables' statistic match: this kernel has no netem; not loopback,
 // where the health checks go), until ctx ends.
 func (s *stressLab) loss(ctx context.Context, pct int) error {
-	rule := []string{"INPUT", "-i", "eth0", "-m", "statistic", "--mode", "random", "--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"}
+	return s.onSegment(ctx, []string{"INPUT", "-i", "eth0", "-m", "statistic", "--mode", "random",
+		"--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"}, nil)
+}
+
+// jitter delays every packet every host of the segment receives on it by
+// delay ± spread, uniformly (netem's "delay 50ms 20ms", which this kernel
+// lacks: NFQUEUE and test/tools/nfdelay, one in each host), until ctx ends.
+// Packets may overtake each other, as with netem.
+func (s *stressLab) jitter(ctx context.Context, delay, spread time.Duration) error {
+	bin := filepath.Join(s.t.TempDir(), "nfdelay")
+	// Its own module (its NFQUEUE library stays out of the daemon's).
+	if out, err := exec.Command("go", "build", "-C", "../tools/nfdelay", "-o", bin, ".").CombinedOutput(); err != nil {
+		return fmt.Errorf("building nfdelay: %w\n%s", err, out)
+	}
+	return s.onSegment(ctx, []string{"INPUT", "-i", "eth0", "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"},
+		func(h *lab.Host) (*lab.Process, error) {
+			return h.StartQuiet("nfdelay", nil, bin, "-delay", delay.String(), "-jitter", spread.String())
+		})
+}
+
+// onSegment starts beside (nil: nothing) on every host of the segment,
+// inserts the iptables rule on each, and when ctx ends deletes the rules and
+// ends what it started.
+func (s *stressLab) onSegment(ctx context.Context, rule []string, beside func(*lab.Host) (*lab.Process, error)) error {
 	hosts := append(append([]*lab.Host{}, s.nodes...), s.client)
 	var errs []error
+	var procs []*lab.Process
 	for _, h := range hosts {
+		if beside != nil {
+			p, err := beside(h)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			procs = append(procs, p)
+		}
 		if _, err := h.Exec(append([]string{"iptables", "-I"}, rule...)...); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	<-ctx.Done()
+	if len(errs) == 0 {
+		<-ctx.Done()
+	}
 	for _, h := range hosts {
-		if _, err := h.Exec(append([]string{"iptables", "-D"}, rule...)...); err != nil {
+		if _, err := h.Exec(append([]string{"iptables", "-D"}, rule...)...); err != nil && len(errs) == 0 {
 			errs = append(errs, err)
+		}
+	}
+	for _, p := range procs {
+		_ = p.Signal(syscall.SIGTERM)
+		if _, err := p.Wait(5 * time.Second); err != nil {
+			p.Kill()
+		}
+		if n := p.Lines(); n > 0 {
+			s.t.Logf("%s: %s", p.Name, p.Line(n-1))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // starve confines node i's processes (etcd, the apiserver, our daemons) to
-// milliCPU/1000 of a CPU with two busy loops beside them (a cgroup v1 CFS
+// pctCPU % of a CPU with two busy loops beside them (a cgroup v1 CFS
 // quota), until ctx ends.
 func (s *stressLab) starve(ctx context.Context, i, pctCPU int) error {
-	dir := filepath.Join("/sys/fs/cgroup/cpu", s.Prefix+"-stress-"+s.nodes[i].Name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	defer removeCgroup(dir)
-	if err := os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), []byte(strconv.Itoa(pctCPU*1000)), 0o644); err != nil {
-		return err
-	}
 	var hogs []*lab.Process
 	defer func() {
 		for _, h := range hogs {
@@ -146,24 +186,98 @@ func (s *stressLab) starve(ctx context.Context, i, pctCPU int) error {
 		}
 		hogs = append(hogs, h)
 	}
-	pids := []int{s.cp.Etcd(i).PID(), s.cp.APIServer(i).PID()}
-	for _, g := range s.groups {
-		pids = append(pids, g.procs[i].PID())
+	undo, err := s.confine(i, "cpu", [][2]string{{"cpu.cfs_quota_us", strconv.Itoa(pctCPU * 1000)}}, hogs)
+	if err != nil {
+		return err
 	}
-	for _, h := range hogs {
-		pids = append(pids, h.PID())
-	}
-	for _, pid := range pids {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-			return fmt.Errorf("moving %d into %s: %w", pid, dir, err)
-		}
-	}
+	defer undo()
 	<-ctx.Done()
 	return nil
 }
 
-// removeCgroup moves what is left in a v1 cgroup back to the root and
+// squeeze leaves node i's processes (etcd, the apiserver, our daemons)
+// headroom MiB of memory above what they use, and fills all but spare MiB
+// of it with a process that keeps touching its pages (test/tools/memhog):
+// a cgroup v1 memory limit; with no swap, what the kernel can reclaim for
+// them is their own file pages, their code. Until ctx ends.
+func (s *stressLab) squeeze(ctx context.Context, i, headroom, spare int) error {
+	bin := filepath.Join(s.t.TempDir(), "memhog")
+	if out, err := exec.Command("go", "build", "-o", bin, "../tools/memhog").CombinedOutput(); err != nil {
+		return fmt.Errorf("building memhog: %w\n%s", err, out)
+	}
+	// Their pages are charged to the new group as they move in.
+	undo, err := s.confine(i, "memory", [][2]string{{"memory.move_charge_at_immigrate", "3"}}, nil)
+	if err != nil {
+		return err
+	}
+	defer undo()
+	dir := s.cgroup(i, "memory")
+	b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	if err != nil {
+		return err
+	}
+	used, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return err
+	}
+	limit := used + int64(headroom)<<20
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		return err
+	}
+	hog, err := s.nodes[i].StartQuiet("memhog", nil, bin, "-mb", strconv.Itoa(headroom-spare))
+	if err != nil {
+		return err
+	}
+	defer hog.Kill()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(hog.PID())), 0o644); err != nil {
+		return err
+	}
+	s.t.Logf("node %s: memory limit %d MiB, its processes used %d MiB, memhog takes %d MiB of the rest",
+		s.nodes[i].Name, limit>>20, used>>20, headroom-spare)
+	<-ctx.Done()
+	if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil {
+		s.t.Logf("node %s: the memory limit was hit %s times", s.nodes[i].Name, strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
+// cgroup is the cgroup v1 directory of node i's confinement under controller.
+func (s *stressLab) cgroup(i int, controller string) string {
+	return filepath.Join("/sys/fs/cgroup", controller, s.Prefix+"-stress-"+s.nodes[i].Name)
+}
+
+// confine makes node i's cgroup of controller, writes files (name, value,
+// in order) into it, and moves node i's processes (etcd, the apiserver,
+// every group's daemon) and extra into it; undo moves them back out and
 // removes it.
+func (s *stressLab) confine(i int, controller string, files [][2]string, extra []*lab.Process) (undo func(), err error) {
+	dir := s.cgroup(i, controller)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	undo = func() { removeCgroup(dir) }
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644); err != nil {
+			undo()
+			return nil, err
+		}
+	}
+	pids := []int{s.cp.Etcd(i).PID(), s.cp.APIServer(i).PID()}
+	for _, g := range s.groups {
+		pids = append(pids, g.procs[i].PID())
+	}
+	for _, p := range extra {
+		pids = append(pids, p.PID())
+	}
+	for _, pid := range pids {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			undo()
+			return nil, fmt.Errorf("moving %d into %s: %w", pid, dir, err)
+		}
+	}
+	return undo, nil
+}
+
 func removeCgroup(dir string) {
 	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	root := filepath.Join(filepath.Dir(dir), "cgroup.procs")
