@@ -172,21 +172,23 @@ func (c *Checker) Check(ctx context.Context) Result {
 			return ok
 		}}
 	}
+	// The watch is on the verdict: /livez asked after a failed /readyz
+	// shares its point in time.
 	status, err := c.probe.getWatched(ctx, u, header, sil)
-	if errors.Is(err, errStuck) {
-		return Result{Hung: true, Duration: time.Since(start), Reason: fmt.Sprintf(
-			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
-			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
-	}
 	if err == nil && u == c.ready {
 		switch {
 		case status == http.StatusInternalServerError && bytes.Contains(c.probe.body, shutdownFailed):
 			return Result{Draining: true, Status: status, Reason: "the apiserver is shutting down (/readyz: shutdown check failed)", Duration: time.Since(start)}
 		case status != http.StatusOK && status != http.StatusUnauthorized && status != http.StatusForbidden:
-			status, err = c.probe.get(ctx, c.probe.url, header)
+			status, err = c.probe.getWatched(ctx, c.probe.url, header, sil)
 		}
 	}
 	d := time.Since(start)
+	if errors.Is(err, errStuck) {
+		return Result{Hung: true, Duration: d, Reason: fmt.Sprintf(
+			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
+			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
+	}
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,11 +13,12 @@ import (
 // stuckAPI is kube-apiserver with its etcd stopped: /readyz and /livez wait
 // for etcd (here: until release), /livez/ping answers after pingDelay.
 type stuckAPI struct {
-	release   chan struct{}
-	once      sync.Once
-	pingDelay time.Duration
-	mu        sync.Mutex
-	pings     int
+	readyFails bool // /readyz answers 500 for etcd at once (its cached etcd error)
+	release    chan struct{}
+	once       sync.Once
+	pingDelay  time.Duration
+	mu         sync.Mutex
+	pings      int
 }
 
 func newStuckAPI(pingDelay time.Duration) *stuckAPI {
@@ -30,6 +32,11 @@ func (a *stuckAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.mu.Unlock()
 		time.Sleep(a.pingDelay)
 		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if a.readyFails && r.URL.Path == "/readyz" {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, readyzEtcd)
 		return
 	}
 	select {
@@ -136,5 +143,17 @@ func TestCheckFastAnswerNoPing(t *testing.T) {
 	defer a.mu.Unlock()
 	if a.pings != 0 {
 		t.Errorf("%d pings for fast answers, want none", a.pings)
+	}
+}
+
+// /readyz failing at once for etcd (kube-apiserver's cached etcd error)
+// hands the verdict to /livez; a /livez that hangs meanwhile is watched from
+// the same point in time.
+func TestCheckHungOnLivezAfterReadyzFailed(t *testing.T) {
+	a := newStuckAPI(0)
+	a.readyFails = true
+	c := newHungChecker(t, a, 2*time.Second, 10*time.Second)
+	if r := c.Check(context.Background()); r.OK || !r.Hung {
+		t.Fatalf("/readyz 500 for etcd, /livez stuck, fast ping: %+v, want hung", r)
 	}
 }

@@ -164,11 +164,11 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (
 // await waits for the answer's first byte until sil.at; none by then, it
 // asks sil.stuck (the caller's goroutine, so stuck may use the network) and
 // returns errStuck when told so, else gives the read ctx's deadline again.
-// Before sil.at (or without a watch, or past ctx's deadline) it does
-// nothing: ReadResponse waits as before.
+// Without a watch, with sil.at past (the request went out after it) or not
+// before ctx's deadline, it does nothing: ReadResponse waits as before.
 func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
-	if sil.stuck == nil || p.br.Buffered() > 0 {
-		return nil
+	if sil.stuck == nil || p.br.Buffered() > 0 || !time.Now().Before(sil.at) {
+		return nil // no watch, an answer already in, or asked after the point: not watched
 	}
 	if d, ok := ctx.Deadline(); ok && !sil.at.Before(d) {
 		return nil

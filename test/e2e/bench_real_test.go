@@ -85,7 +85,11 @@ func kubeadmKeepalived(vrid int, vip netip.Prefix, priority int) lab.Keepalived 
 //   - the holder's apiserver SIGKILLed and restarted at once, and restarted
 //     a second later (when kubelet's relist notices): client outage;
 //   - the holder's apiserver SIGTERMed with no shutdown delay (kubeadm's
-//     default) and restarted: client outage.
+//     default) and restarted: client outage;
+//   - the holder's etcd stopped (SIGSTOP: its apiserver hangs, as while
+//     kubeadm restarts that etcd): the time until the VIP left it, ours
+//     only (the guide's keepalived checks GET /, which a hung apiserver
+//     answers: it never moves).
 func BenchmarkRealControlPlane(b *testing.B) {
 	needKeepalived(b)
 	vipKA := netip.MustParsePrefix("192.0.2.101/32")
@@ -119,6 +123,7 @@ func BenchmarkRealControlPlane(b *testing.B) {
 		rowKill    = "real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage"
 		rowKill1s  = "real control plane, holder's apiserver SIGKILLed, restarted 1 s later, L2 defaults: client outage"
 		rowTerm0   = "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage"
+		rowEtcd    = "real control plane, holder's etcd stopped (its apiserver hangs), L2 defaults: VIP moved"
 	)
 	b.ResetTimer()
 	for range b.N {
@@ -177,6 +182,18 @@ func BenchmarkRealControlPlane(b *testing.B) {
 			for _, g := range groups {
 				timeline = append(timeline, series[g.tool].median())
 			}
+		}
+		var moved []time.Duration
+		for trial := range benchTrials() * rowWanted(rowEtcd) {
+			d, err := c.etcdTrial(groups[0])
+			if err != nil {
+				b.Fatalf("%s, trial %d: %v", rowEtcd, trial+1, err)
+			}
+			moved = append(moved, d)
+			b.Logf("%s, trial %d: %s", rowEtcd, trial+1, d.Round(time.Millisecond))
+		}
+		if len(moved) > 0 {
+			recordReal(b, rowEtcd, "ms", groups[:1], func(string) Figure { return durFigure(moved) })
 		}
 		if os.Getenv("BENCH_ROWS") != "" {
 			continue // the plot is of a whole run
@@ -248,6 +265,35 @@ func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal, after time.D
 		}
 	}
 	return lab.FailedSpan(ss, fault, time.Now()), probes, fault, nil
+}
+
+// etcdTrial stops the etcd member of the group's holder (SIGSTOP) and
+// returns the time until another node held the VIP (sampled every 10 ms);
+// then it lets etcd run again and waits until all is settled.
+func (c *realCluster) etcdTrial(g *realGroup) (time.Duration, error) {
+	h, err := g.holder(c)
+	if err != nil {
+		return 0, err
+	}
+	fault := time.Now()
+	if err := c.cp.SignalEtcd(h, syscall.SIGSTOP); err != nil {
+		return 0, err
+	}
+	var moved time.Duration
+	err = lab.Eventually(30*time.Second, func() error {
+		if now, err := g.holder(c); err != nil || now == h {
+			return fmt.Errorf("%s still holds %s (%v)", c.nodes[h].Name, g.vip, err)
+		}
+		moved = time.Since(fault)
+		return nil
+	})
+	if cerr := c.cp.SignalEtcd(h, syscall.SIGCONT); cerr != nil {
+		return 0, cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return moved, g.settled(c)
 }
 
 // recordReal records one row with ours and keepalived's figures.
