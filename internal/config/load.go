@@ -85,6 +85,9 @@ func loadGiven(fl *Flags) (*Config, map[string]string, []string, error) {
 	if c.InsecureSkipTLSVerify {
 		warnings = append(warnings, "NOVAEDGE_CP_VIP_INSECURE_SKIP_TLS_VERIFY is on: the apiserver's certificate is not verified and the token goes to whatever listens on its port")
 	}
+	if c.HealthHungAfter != 0 && c.HealthHungAfter >= c.HealthTimeout {
+		warnings = append(warnings, fmt.Sprintf("NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER (%s) is not below NOVAEDGE_CP_VIP_HEALTH_TIMEOUT (%s): a hung apiserver is found only by FAIL_THRESHOLD timeouts", c.HealthHungAfter, c.HealthTimeout))
+	}
 	sort.Strings(warnings)
 	return &c, given, warnings, nil
 }

@@ -200,22 +200,6 @@ func (c *Checker) Check(ctx context.Context) Result {
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
 }
 
-// answersPing asks /livez/ping, which needs nothing but the apiserver's
-// process, TLS and handler chain, on a new connection and without the token
-// (no token review either), and reports how long the answer took and
-// whether it came within a tenth of HungAfter. Any status will do: RBAC
-// grants anonymous users only /livez itself, so a 403 (or a 401 without
-// anonymous auth) is the usual answer, and just as fast. Slower, the whole
-// apiserver is slow (CPU, overload), not hung: the check waits on as usual.
-func (c *Checker) answersPing(ctx context.Context) (time.Duration, bool) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.HungAfter/10)
-	defer cancel()
-	start := time.Now()
-	_, err := c.pinger.get(ctx, c.pinger.url, http.Header{"User-Agent": {"novaedge-cpvip"}})
-	c.pinger.close()
-	return time.Since(start), err == nil
-}
-
 // refused reports whether err says no process serves the port: the
 // connection was refused (nothing listens), or reset or closed before an
 // answer. probe.get's error always comes from a new connection (a kept one

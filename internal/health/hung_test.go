@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 // for etcd (here: until release), /livez/ping answers after pingDelay.
 type stuckAPI struct {
 	readyFails bool // /readyz answers 500 for etcd at once (its cached etcd error)
+	pingStatus int  // 0: 200
 	release    chan struct{}
 	once       sync.Once
 	pingDelay  time.Duration
@@ -31,7 +33,7 @@ func (a *stuckAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.pings++
 		a.mu.Unlock()
 		time.Sleep(a.pingDelay)
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(cmp.Or(a.pingStatus, http.StatusOK))
 		return
 	}
 	if a.readyFails && r.URL.Path == "/readyz" {
@@ -39,14 +41,23 @@ func (a *stuckAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, readyzEtcd)
 		return
 	}
+	a.mu.Lock()
+	release := a.release
+	a.mu.Unlock()
 	select {
-	case <-a.release:
+	case <-release:
 		w.WriteHeader(http.StatusOK)
 	case <-r.Context().Done():
 	}
 }
 
-func (a *stuckAPI) unstick() { a.once.Do(func() { close(a.release) }) }
+func (a *stuckAPI) unstick() {
+	a.once.Do(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		close(a.release)
+	})
+}
 
 func newHungChecker(t *testing.T, a *stuckAPI, hungAfter, timeout time.Duration) *Checker {
 	t.Helper()
@@ -71,10 +82,18 @@ func TestCheckHung(t *testing.T) {
 	if r.Duration < 2*time.Second || r.Duration > 2*time.Second+200*time.Millisecond {
 		t.Errorf("hung known after %v, want HUNG_AFTER (2s) and at most the ping's 200ms more", r.Duration)
 	}
+	// FAIL_THRESHOLD-1 failures: the fast re-check's verdict decides.
 	out := make(chan Transition, 1)
 	c.observe(context.Background(), r, out)
-	if tr := <-out; tr.State != Unhealthy {
-		t.Fatalf("one hung check: %v, want unhealthy at once", tr.State)
+	select {
+	case tr := <-out:
+		t.Fatalf("one hung check: %v, want no verdict yet", tr.State)
+	default:
+	}
+	if r := c.Check(context.Background()); !r.Hung {
+		t.Fatalf("the re-check: %+v, want hung again", r)
+	} else if c.observe(context.Background(), r, out); (<-out).State != Unhealthy {
+		t.Fatal("two hung checks: want unhealthy")
 	}
 	// Its etcd back, the apiserver answers: healthy again on the next check.
 	a.unstick()
@@ -155,5 +174,60 @@ func TestCheckHungOnLivezAfterReadyzFailed(t *testing.T) {
 	c := newHungChecker(t, a, 2*time.Second, 10*time.Second)
 	if r := c.Check(context.Background()); r.OK || !r.Hung {
 		t.Fatalf("/readyz 500 for etcd, /livez stuck, fast ping: %+v, want hung", r)
+	}
+}
+
+// A ping answered 403 (RBAC grants anonymous users only /livez itself) or
+// 401 (anonymous auth off) is an answer all the same.
+func TestCheckHungPingForbidden(t *testing.T) {
+	for _, code := range []int{http.StatusForbidden, http.StatusUnauthorized} {
+		a := newStuckAPI(0)
+		a.pingStatus = code
+		c := newHungChecker(t, a, time.Second, 5*time.Second)
+		if r := c.Check(context.Background()); !r.Hung {
+			t.Errorf("ping %d: %+v, want hung", code, r)
+		}
+	}
+}
+
+// The usual way in: a healthy check keeps its connection, the next one
+// hangs on it.
+func TestCheckHungOnKeptConnection(t *testing.T) {
+	a := newStuckAPI(0)
+	c := newHungChecker(t, a, time.Second, 5*time.Second)
+	open := make(chan struct{})
+	close(open)
+	a.mu.Lock()
+	stuck := a.release
+	a.release = open // answers at once
+	a.mu.Unlock()
+	if r := c.Check(context.Background()); !r.OK || c.probe.conn == nil {
+		t.Fatalf("healthy check: %+v, kept connection %v", r, c.probe.conn != nil)
+	}
+	a.mu.Lock()
+	a.release = stuck
+	a.mu.Unlock()
+	if r := c.Check(context.Background()); !r.Hung {
+		t.Fatalf("second check on the kept connection: %+v, want hung", r)
+	}
+}
+
+func TestThresholdsHung(t *testing.T) {
+	th := thresholds{fail: 3, rise: 1}
+	th.observe(true)
+	if s, changed := th.hung(); changed || s != Healthy {
+		t.Fatalf("one hung check: %v %v, want no verdict yet", s, changed)
+	}
+	if s, _ := th.observe(false); s != Unhealthy {
+		t.Fatalf("hung, then a timeout: %v, want unhealthy", s)
+	}
+	th.observe(true)
+	th.hung()
+	if s, _ := th.observe(true); s != Healthy || th.failRun != 0 {
+		t.Fatalf("hung, then ok: %v, %d failures counted", s, th.failRun)
+	}
+	one := thresholds{fail: 1, rise: 1}
+	if s, _ := one.hung(); s != Unhealthy {
+		t.Fatalf("FAIL_THRESHOLD 1: %v, want unhealthy at once", s)
 	}
 }

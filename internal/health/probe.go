@@ -80,17 +80,6 @@ func (p *probe) get(ctx context.Context, u *url.URL, header http.Header) (int, e
 	return p.getWatched(ctx, u, header, silence{})
 }
 
-// silence is what to do when a request's answer has not begun by a point
-// in time: ask stuck once, and told yes, give up with errStuck. The zero
-// silence watches nothing.
-type silence struct {
-	at    time.Time
-	stuck func() bool
-}
-
-// errStuck ends a request whose silence was judged stuck.
-var errStuck = errors.New("no answer, judged stuck")
-
 // getWatched is get with a watch on the answer's first byte (sil).
 func (p *probe) getWatched(ctx context.Context, u *url.URL, header http.Header, sil silence) (int, error) {
 	req := &http.Request{Method: http.MethodGet, URL: u, Host: p.url.Host, Header: header,
@@ -152,38 +141,16 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (
 		return 0, err
 	}
 	buf := bytes.NewBuffer(p.body[:0])
-	n, _ := io.Copy(buf, io.LimitReader(resp.Body, maxBody+1))
+	n, err := io.Copy(buf, io.LimitReader(resp.Body, maxBody+1))
 	resp.Body.Close()
 	p.body = buf.Bytes()
+	if err != nil {
+		return 0, err // a body cut short is no answer (a drain's line may be in the rest)
+	}
 	if resp.Close || n > maxBody {
 		p.close()
 	}
 	return resp.StatusCode, nil
-}
-
-// await waits for the answer's first byte until sil.at; none by then, it
-// asks sil.stuck (the caller's goroutine, so stuck may use the network) and
-// returns errStuck when told so, else gives the read ctx's deadline again.
-// Without a watch, with sil.at past (the request went out after it) or not
-// before ctx's deadline, it does nothing: ReadResponse waits as before.
-func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
-	if sil.stuck == nil || p.br.Buffered() > 0 || !time.Now().Before(sil.at) {
-		return nil // no watch, an answer already in, or asked after the point: not watched
-	}
-	if d, ok := ctx.Deadline(); ok && !sil.at.Before(d) {
-		return nil
-	}
-	_ = conn.SetReadDeadline(sil.at)
-	_, err := p.br.Peek(1)
-	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
-		return err // an answer (nil), a dead connection, or ctx's end
-	}
-	if sil.stuck() {
-		return errStuck
-	}
-	d, _ := ctx.Deadline()
-	_ = conn.SetReadDeadline(d)
-	return nil
 }
 
 // idle waits until the time until, or less: it returns early, reporting

@@ -10,17 +10,17 @@ func TestThresholdsRefused(t *testing.T) {
 	th := thresholds{fail: 3, rise: 1}
 	th.observe(true)
 	th.observe(false) // a doubtful failure counts
-	if s, changed := th.certain(); s != Unhealthy || !changed {
+	if s, changed := th.refused(); s != Unhealthy || !changed {
 		t.Fatalf("refused after healthy: %v %v", s, changed)
 	}
-	if _, changed := th.certain(); changed {
+	if _, changed := th.refused(); changed {
 		t.Fatal("a second refusal is no change")
 	}
 	if s, _ := th.observe(true); s != Healthy {
 		t.Fatalf("the restarted apiserver: %v", s)
 	}
 	fresh := thresholds{fail: 3, rise: 1}
-	if s, changed := fresh.certain(); s != Unhealthy || !changed {
+	if s, changed := fresh.refused(); s != Unhealthy || !changed {
 		t.Fatalf("refused at start: %v %v", s, changed)
 	}
 }

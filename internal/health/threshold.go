@@ -63,26 +63,38 @@ func (t *thresholds) drain() (State, bool) {
 	return Draining, changed
 }
 
-// certain records a check that leaves no doubt, unlike a slow or failing
-// answer: a new connection refused or reset (no process serves the
-// apiserver's port: stopped, killed, not started yet), or a hung apiserver
-// (its ping answers at once, the check not at all). Unhealthy at once.
-func (t *thresholds) certain() (State, bool) {
+// refused records a check whose new connection was refused or reset: no
+// process serves the apiserver's port (stopped, killed, not started yet),
+// which is certain, unlike a slow or failing answer: Unhealthy at once.
+func (t *thresholds) refused() (State, bool) {
 	t.failRun, t.okRun = max(t.failRun+1, t.fail), 0
 	changed := t.state != Unhealthy
 	t.state = Unhealthy
 	return Unhealthy, changed
 }
 
-// judge records one check's result by its kind: a drain, a refused
-// connection or a hung apiserver decides at once, anything else counts
-// towards a threshold.
+// hung records a check that found the apiserver hung (its ping answers at
+// once, the check not at all) as FAIL_THRESHOLD-1 failures: one more
+// failed check of any kind decides, the fast re-check's. Not at once: an
+// etcd leader election stalls every apiserver for a second or two, and a
+// node whose check noticed first would hand the VIP to one that has not
+// noticed yet.
+func (t *thresholds) hung() (State, bool) {
+	t.failRun = max(t.failRun, t.fail-2)
+	return t.observe(false)
+}
+
+// judge records one check's result by its kind: a drain or a refused
+// connection decides at once, a hung apiserver all but decides, anything
+// else counts towards a threshold.
 func (t *thresholds) judge(r Result) (State, bool) {
 	switch {
 	case r.Draining:
 		return t.drain()
-	case r.Refused || r.Hung:
-		return t.certain()
+	case r.Refused:
+		return t.refused()
+	case r.Hung:
+		return t.hung()
 	default:
 		return t.observe(r.OK)
 	}

@@ -34,7 +34,8 @@ test "$(stat -c '%a %U %G' /etc/novaedge/cpvip.env)" = "640 root novaedge-cpvip"
 grep -q '^#NOVAEDGE_CP_VIP_ADDRESS=' /etc/novaedge/cpvip.env || fail "cpvip.env lacks the commented variables"
 # The operator's file, not a conffile (an upgrade never prompts about it);
 # the reference beside the binary is the package's.
-dpkg-query -W -f='${Conffiles}\n' novaedge-cpvip | grep -q /etc/novaedge/cpvip.env && fail "cpvip.env is a conffile: an upgrade would prompt"
+# (A host upgraded from a release that had it as a conffile lists it "obsolete".)
+dpkg-query -W -f='${Conffiles}\n' novaedge-cpvip | grep /etc/novaedge/cpvip.env | grep -qv obsolete && fail "cpvip.env is a conffile: an upgrade would prompt"
 cmp -s /etc/novaedge/cpvip.env /usr/share/novaedge-cpvip/cpvip.env || fail "cpvip.env is not the shipped reference /usr/share/novaedge-cpvip/cpvip.env"
 if [ -d /run/systemd/system ]; then
   systemctl is-enabled novaedge-cpvip.service >/dev/null 2>&1 && fail "the package enabled an unconfigured service"
@@ -69,8 +70,11 @@ if command -v rpm >/dev/null 2>&1; then
   for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /usr/share/novaedge-cpvip/cpvip.env /usr/lib/sysusers.d/novaedge-cpvip.conf; do
     echo "$files" | grep -qx "$f" || fail "rpm lacks $f"
   done
-  echo "$files" | grep -qx /etc/novaedge/cpvip.env && fail "rpm ships /etc/novaedge/cpvip.env (the postinst creates it)"
-  echo "package-check: rpm file list ok"
+  # The postinst creates it; a ghost, so rpm keeps it across an upgrade
+  # from a release that had it as %config, and rpm -e removes it.
+  rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm" 2>/dev/null | grep -qx 'g /etc/novaedge/cpvip.env' \
+    || fail "rpm: /etc/novaedge/cpvip.env is not a %ghost: $(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$rpm" 2>/dev/null | grep cpvip.env)"
+  echo "package-check: rpm file list and the env file's ghost ok"
 fi
 
 dpkg -P novaedge-cpvip >/dev/null

@@ -1,0 +1,71 @@
+package health
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+)
+
+// A hung apiserver: it accepts, its process, TLS and handler chain work,
+// and what a check waits for (etcd) does not. The probe watches a
+// request's first byte (silence, await); the checker asks /livez/ping
+// when none has come by HUNG_AFTER (answersPing).
+
+// silence is what to do when a request's answer has not begun by a point
+// in time: ask stuck once, and told yes, give up with errStuck. The zero
+// silence watches nothing.
+type silence struct {
+	at    time.Time
+	stuck func() bool
+}
+
+// errStuck ends a request whose silence was judged stuck.
+var errStuck = errors.New("no answer, judged stuck")
+
+// await waits for the answer's first byte until sil.at; none by then, it
+// asks sil.stuck (the caller's goroutine, so stuck may use the network) and
+// returns errStuck when told so, else gives the read ctx's deadline again.
+// Without a watch, with sil.at past (the request went out after it) or not
+// before ctx's deadline, it does nothing: ReadResponse waits as before.
+func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
+	if sil.stuck == nil || p.br.Buffered() > 0 || !time.Now().Before(sil.at) {
+		return nil // no watch, an answer already in, or asked after the point: not watched
+	}
+	end, ok := ctx.Deadline()
+	if ok && !sil.at.Before(end) {
+		return nil
+	}
+	// The rest of the answer has ctx's deadline again, whatever happens here.
+	defer func() { _ = conn.SetReadDeadline(end) }()
+	_ = conn.SetReadDeadline(sil.at)
+	if err := ctx.Err(); err != nil {
+		return err // cancelled before the deadline above replaced roundTrip's
+	}
+	_, err := p.br.Peek(1)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+		return err // an answer (nil), a dead connection, or ctx's end
+	}
+	if sil.stuck() {
+		return errStuck
+	}
+	return ctx.Err() // cancelled while asking
+}
+
+// answersPing asks /livez/ping, which needs nothing but the apiserver's
+// process, TLS and handler chain, on a new connection and without the token
+// (no token review either), and reports how long the answer took and
+// whether it came within a tenth of HungAfter. Any status will do: RBAC
+// grants anonymous users only /livez itself, so a 403 (or a 401 without
+// anonymous auth) is the usual answer, and just as fast. Slower, the whole
+// apiserver is slow (CPU, overload), not hung: the check waits on as usual.
+func (c *Checker) answersPing(ctx context.Context) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HungAfter/10)
+	defer cancel()
+	start := time.Now()
+	_, err := c.pinger.get(ctx, c.pinger.url, http.Header{"User-Agent": {"novaedge-cpvip"}})
+	c.pinger.close()
+	return time.Since(start), err == nil
+}
