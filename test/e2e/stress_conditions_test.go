@@ -29,7 +29,9 @@ func stressConditions() []stressCondition {
 			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p) }})
 	}
 	out = append(out, stressCondition{name: "50 ms ± 20 ms jitter on the segment",
-		run: func(ctx context.Context, s *stressLab) error { return s.jitter(ctx, 50*time.Millisecond, 20*time.Millisecond) }})
+		run: func(ctx context.Context, s *stressLab) error {
+			return s.jitter(ctx, 50*time.Millisecond, 20*time.Millisecond)
+		}})
 	out = append(out,
 		stressCondition{name: "holder's CPU starved (0.2 CPU, two busy loops beside)",
 			run: func(ctx context.Context, s *stressLab) error { return s.starve(ctx, 0, 20) }},
