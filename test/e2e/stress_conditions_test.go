@@ -36,7 +36,7 @@ func stressConditions() []stressCondition {
 		stressCondition{name: "holder's CPU starved (0.2 CPU, two busy loops beside)",
 			run: func(ctx context.Context, s *stressLab) error { return s.starve(ctx, 0, 20) }},
 		stressCondition{name: "holder's memory nearly exhausted (64 MiB above its use, 56 of them held)",
-			run: func(ctx context.Context, s *stressLab) error { return s.squeeze(ctx, 0, 64, 8) }},
+			run: func(ctx context.Context, s *stressLab) error { return s.squeeze(ctx, 64, 8) }},
 		stressCondition{name: "holder's apiserver overloaded (8 clients LISTing 20 MB)",
 			run: func(ctx context.Context, s *stressLab) error { return s.overload(ctx, []int{0}, 8) }},
 		stressCondition{name: "every apiserver overloaded (8 clients LISTing 20 MB each)",
@@ -197,23 +197,20 @@ func (s *stressLab) starve(ctx context.Context, i, pctCPU int) error {
 	return nil
 }
 
-// squeeze leaves node i's processes (etcd, the apiserver, our daemons)
-// headroom MiB of memory above what they use, and fills all but spare MiB
-// of it with a process that keeps touching its pages (test/tools/memhog):
-// a cgroup v1 memory limit; with no swap, what the kernel can reclaim for
-// them is their own file pages, their code. Until ctx ends.
-func (s *stressLab) squeeze(ctx context.Context, i, headroom, spare int) error {
+// squeeze leaves node 0's processes (etcd, the apiserver, our daemons:
+// born in its memory cgroup, newStressLab) headroom MiB of memory above what
+// they use, and fills all but spare MiB of it with a process that keeps
+// touching its pages (test/tools/memhog, the first the OOM killer takes):
+// with no swap, what the kernel can reclaim for them is their file pages —
+// their code, etcd's mmapped database — read again and again. Until ctx
+// ends; then the limit goes.
+func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
 	bin := filepath.Join(s.t.TempDir(), "memhog")
 	if out, err := exec.Command("go", "build", "-o", bin, "../tools/memhog").CombinedOutput(); err != nil {
 		return fmt.Errorf("building memhog: %w\n%s", err, out)
 	}
-	// Their pages are charged to the new group as they move in.
-	undo, err := s.confine(i, "memory", [][2]string{{"memory.move_charge_at_immigrate", "3"}}, nil)
-	if err != nil {
-		return err
-	}
-	defer undo()
-	dir := s.cgroup(i, "memory")
+	dir := s.cgroup(0, "memory")
+	write := func(file, v string) error { return os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644) }
 	b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
 	if err != nil {
 		return err
@@ -223,22 +220,24 @@ func (s *stressLab) squeeze(ctx context.Context, i, headroom, spare int) error {
 		return err
 	}
 	limit := used + int64(headroom)<<20
-	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+	if err := write("memory.limit_in_bytes", strconv.FormatInt(limit, 10)); err != nil {
 		return err
 	}
-	hog, err := s.nodes[i].StartQuiet("memhog", nil, bin, "-mb", strconv.Itoa(headroom-spare))
+	defer func() { _ = write("memory.limit_in_bytes", "-1") }()
+	hog, err := s.nodes[0].StartQuiet("memhog", nil, bin, "-mb", strconv.Itoa(headroom-spare))
 	if err != nil {
 		return err
 	}
 	defer hog.Kill()
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(hog.PID())), 0o644); err != nil {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", hog.PID()), []byte("1000"), 0o644); err != nil {
 		return err
 	}
-	s.t.Logf("node %s: memory limit %d MiB, its processes used %d MiB, memhog takes %d MiB of the rest",
-		s.nodes[i].Name, limit>>20, used>>20, headroom-spare)
+	s.t.Logf("node %s: memory limit %d MiB, its processes use %d MiB, memhog holds %d MiB of the rest",
+		s.nodes[0].Name, limit>>20, used>>20, headroom-spare)
 	<-ctx.Done()
 	if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil {
-		s.t.Logf("node %s: the memory limit was hit %s times", s.nodes[i].Name, strings.TrimSpace(string(b)))
+		s.t.Logf("node %s: the memory limit was hit %s times; memhog %s", s.nodes[0].Name, strings.TrimSpace(string(b)),
+			map[bool]string{true: "ran to the end", false: "was killed (OOM)"}[hog.Running()])
 	}
 	return nil
 }

@@ -128,8 +128,16 @@ func newStressLab(t *testing.T) *stressLab {
 	}
 	c := newRealClusterOf(t, 3, vips, lab.APIServerOptions{})
 	quiet(c.Lab)
-	c.startControlPlane(t)
 	s := &stressLab{realCluster: c, per: per, t: t}
+	// n1's processes are born in a memory cgroup of their own (no limit
+	// until stressLab.squeeze sets one), so all they use is charged there.
+	mem := s.cgroup(0, "memory")
+	if err := os.Mkdir(mem, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeCgroup(mem) })
+	c.nodes[0].JoinCgroup(mem)
+	c.startControlPlane(t)
 	for k, cand := range cands {
 		g := &stressGroup{stressCandidate: cand, vip: netip.PrefixFrom(vips[k], 32), vrid: int(vips[k].As4()[3]) - 40, holder: -1}
 		vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": g.vip.String()}

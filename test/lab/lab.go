@@ -59,6 +59,9 @@ type Host struct {
 	IPv4 netip.Prefix
 	IPv6 netip.Prefix
 	lab  *Lab
+	// cgroups: cgroup v1 directories every process started on the host
+	// joins right after it starts (JoinCgroup).
+	cgroups []string
 }
 
 // AddHost creates a host with the given addresses on eth0 (either may be the

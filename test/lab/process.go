@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,8 +40,24 @@ func (h *Host) StartQuiet(name string, env []string, args ...string) (*Process, 
 }
 
 func (h *Host) start(name string, logf func(string, ...any), env, args []string) (*Process, error) {
-	return h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
+	p, err := h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range h.cgroups {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(p.PID())), 0o644); err != nil {
+			p.Kill()
+			return nil, fmt.Errorf("%s into %s: %w", name, dir, err)
+		}
+	}
+	return p, nil
 }
+
+// JoinCgroup makes every process started on the host from now on join the
+// cgroup v1 directory dir right after it starts (ip netns exec has not yet
+// run the program: what it allocates and reads is charged there), as a
+// systemd unit's processes are born in its slice.
+func (h *Host) JoinCgroup(dir string) { h.cgroups = append(h.cgroups, dir) }
 
 // start runs argv (a program that enters the host's namespaces and then
 // replaces itself with the real one: ip netns exec, nsenter) and keeps it
@@ -92,6 +111,16 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 
 // Signal sends sig to the process.
 func (p *Process) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Running reports whether the process has not exited yet.
+func (p *Process) Running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
 
 // Kill ends the process with SIGKILL (if it still runs) and waits for it.
 func (p *Process) Kill() {
