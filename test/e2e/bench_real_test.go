@@ -268,7 +268,8 @@ func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal, after time.D
 }
 
 // etcdTrial stops the etcd member of the group's holder (SIGSTOP) and
-// returns the time until another node held the VIP (sampled every 10 ms);
+// returns the time until another node held the VIP (its addresses read
+// every 20 ms: the figure is up to that late);
 // then it lets etcd run again and waits until all is settled.
 func (c *realCluster) etcdTrial(g *realGroup) (time.Duration, error) {
 	h, err := g.holder(c)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -120,51 +119,67 @@ func (s *stressLab) loss(ctx context.Context, pct int) error {
 // lacks: NFQUEUE and test/tools/nfdelay, one in each host), until ctx ends.
 // Packets may overtake each other, as with netem.
 func (s *stressLab) jitter(ctx context.Context, delay, spread time.Duration) error {
-	bin := filepath.Join(s.t.TempDir(), "nfdelay")
-	// Its own module (its NFQUEUE library stays out of the daemon's).
-	if out, err := exec.Command("go", "build", "-C", "../tools/nfdelay", "-o", bin, ".").CombinedOutput(); err != nil {
-		return fmt.Errorf("building nfdelay: %w\n%s", err, out)
-	}
 	return s.onSegment(ctx, []string{"INPUT", "-i", "eth0", "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"},
 		func(h *lab.Host) (*lab.Process, error) {
-			return h.StartQuiet("nfdelay", nil, bin, "-delay", delay.String(), "-jitter", spread.String())
+			p, err := h.StartQuiet("nfdelay", nil, s.tools.nfdelay, "-delay", delay.String(), "-jitter", spread.String())
+			if err != nil {
+				return nil, err
+			}
+			// Bound to its queue before the rule sends packets there
+			// (--queue-bypass would let them through undelayed).
+			if _, err := p.WaitLine(10*time.Second, 0, "nfdelay: ready"); err != nil {
+				p.Kill()
+				return nil, fmt.Errorf("nfdelay in %s: %w: %s", h.Name, err, p.Output())
+			}
+			return p, nil
 		})
 }
 
 // onSegment starts beside (nil: nothing) on every host of the segment,
-// inserts the iptables rule on each, and when ctx ends deletes the rules and
-// ends what it started.
+// inserts the iptables rule on each, and when ctx ends deletes the rules it
+// inserted, waits for what the queue still holds and ends what it started:
+// each must still be running then, and exit 0.
 func (s *stressLab) onSegment(ctx context.Context, rule []string, beside func(*lab.Host) (*lab.Process, error)) error {
 	hosts := append(append([]*lab.Host{}, s.nodes...), s.client)
 	var errs []error
 	var procs []*lab.Process
+	var ruled []*lab.Host
 	for _, h := range hosts {
 		if beside != nil {
 			p, err := beside(h)
 			if err != nil {
 				errs = append(errs, err)
-				continue
+				break
 			}
 			procs = append(procs, p)
 		}
 		if _, err := h.Exec(append([]string{"iptables", "-I"}, rule...)...); err != nil {
 			errs = append(errs, err)
+			break
 		}
+		ruled = append(ruled, h)
 	}
 	if len(errs) == 0 {
 		<-ctx.Done()
 	}
-	for _, h := range hosts {
-		if _, err := h.Exec(append([]string{"iptables", "-D"}, rule...)...); err != nil && len(errs) == 0 {
+	for _, h := range ruled {
+		if _, err := h.Exec(append([]string{"iptables", "-D"}, rule...)...); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if len(procs) > 0 {
+		time.Sleep(200 * time.Millisecond) // the last queued packets get their verdict
+	}
 	for _, p := range procs {
-		_ = p.Signal(syscall.SIGTERM)
-		if _, err := p.Wait(5 * time.Second); err != nil {
-			p.Kill()
+		if !p.Running() {
+			errs = append(errs, fmt.Errorf("%s ended before the condition did: %s", p.Name, p.Output()))
+			continue
 		}
-		if n := p.Lines(); n > 0 {
+		_ = p.Signal(syscall.SIGTERM)
+		if code, err := p.Wait(5 * time.Second); err != nil || code != 0 {
+			p.Kill()
+			errs = append(errs, fmt.Errorf("%s: exit %d (%v): %s", p.Name, code, err, p.Output()))
+		} else if n := p.Lines(); n > 0 {
 			s.t.Logf("%s: %s", p.Name, p.Line(n-1))
 		}
 	}
@@ -205,10 +220,6 @@ func (s *stressLab) starve(ctx context.Context, i, pctCPU int) error {
 // their code, etcd's mmapped database — read again and again. Until ctx
 // ends; then the limit goes.
 func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
-	bin := filepath.Join(s.t.TempDir(), "memhog")
-	if out, err := exec.Command("go", "build", "-o", bin, "../tools/memhog").CombinedOutput(); err != nil {
-		return fmt.Errorf("building memhog: %w\n%s", err, out)
-	}
 	dir := s.cgroup(0, "memory")
 	write := func(file, v string) error { return os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644) }
 	b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
@@ -224,27 +235,36 @@ func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
 		return err
 	}
 	defer func() { _ = write("memory.limit_in_bytes", "-1") }()
-	hog, err := s.nodes[0].StartQuiet("memhog", nil, bin, "-mb", strconv.Itoa(headroom-spare))
+	hog, err := s.nodes[0].StartQuiet("memhog", nil, s.tools.memhog, "-mb", strconv.Itoa(headroom-spare), "-oom-score-adj", "1000")
 	if err != nil {
 		return err
 	}
 	defer hog.Kill()
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", hog.PID()), []byte("1000"), 0o644); err != nil {
-		return err
+	if _, err := hog.WaitLine(10*time.Second, 0, "memhog: holding"); err != nil {
+		return fmt.Errorf("memhog: %w: %s", err, hog.Output())
 	}
-	s.t.Logf("node %s: memory limit %d MiB, its processes use %d MiB, memhog holds %d MiB of the rest",
+	s.t.Logf("node %s: memory limit %d MiB, its processes used %d MiB, memhog holds %d MiB of the rest",
 		s.nodes[0].Name, limit>>20, used>>20, headroom-spare)
-	<-ctx.Done()
-	if b, err := os.ReadFile(filepath.Join(dir, "memory.failcnt")); err == nil {
-		s.t.Logf("node %s: the memory limit was hit %s times; memhog %s", s.nodes[0].Name, strings.TrimSpace(string(b)),
-			map[bool]string{true: "ran to the end", false: "was killed (OOM)"}[hog.Running()])
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			if !hog.Running() { // the OOM killer: the pressure is gone, and the limit would take the next
+				_ = write("memory.limit_in_bytes", "-1")
+				return fmt.Errorf("memhog ended before the condition did (OOM?): %s", hog.Output())
+			}
+		}
 	}
+	b, _ = os.ReadFile(filepath.Join(dir, "memory.failcnt"))
+	s.t.Logf("node %s: the memory limit was hit %s times", s.nodes[0].Name, strings.TrimSpace(string(b)))
 	return nil
 }
 
 // cgroup is the cgroup v1 directory of node i's confinement under controller.
 func (s *stressLab) cgroup(i int, controller string) string {
-	return filepath.Join("/sys/fs/cgroup", controller, s.Prefix+"-stress-"+s.nodes[i].Name)
+	return lab.CgroupDir(controller, s.Prefix+"-stress-"+s.nodes[i].Name)
 }
 
 // confine makes node i's cgroup of controller, writes files (name, value,

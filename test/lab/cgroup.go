@@ -68,6 +68,13 @@ func ownCgroup(h string) string {
 	return "/"
 }
 
+// CgroupDir is the cgroup v1 directory name of controller's hierarchy,
+// under this process's own cgroup there (so that a cgroup removed gives its
+// processes back to the test's).
+func CgroupDir(controller, name string) string {
+	return filepath.Join("/sys/fs/cgroup", controller, ownCgroup(controller), name)
+}
+
 // labCgroups lists the cgroups of every hierarchy named PREFIX-*, at the
 // top or under this process's own cgroup (where nodes create theirs).
 func labCgroups(prefix string) []string {

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,23 +38,22 @@ func (h *Host) StartQuiet(name string, env []string, args ...string) (*Process, 
 }
 
 func (h *Host) start(name string, logf func(string, ...any), env, args []string) (*Process, error) {
-	p, err := h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
-	if err != nil {
-		return nil, err
-	}
-	for _, dir := range h.cgroups {
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(p.PID())), 0o644); err != nil {
-			p.Kill()
-			return nil, fmt.Errorf("%s into %s: %w", name, dir, err)
+	if len(h.cgroups) > 0 {
+		// The program joins the cgroups itself before it runs, so that all
+		// it allocates is charged there (old charges never move).
+		script := ""
+		for _, dir := range h.cgroups {
+			script += "echo $$ > " + filepath.Join(dir, "cgroup.procs") + " || exit 125; "
 		}
+		args = append([]string{"sh", "-c", script + `exec "$@"`, "sh"}, args...)
 	}
-	return p, nil
+	return h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
 }
 
-// JoinCgroup makes every process started on the host from now on join the
-// cgroup v1 directory dir right after it starts (ip netns exec has not yet
-// run the program: what it allocates and reads is charged there), as a
-// systemd unit's processes are born in its slice.
+// JoinCgroup makes every process started on the host from now on start in
+// the cgroup v1 directory dir (a shell writes itself into it, then execs
+// the program), as a systemd unit's processes are born in its slice. Call
+// it before anything starts on the host concurrently.
 func (h *Host) JoinCgroup(dir string) { h.cgroups = append(h.cgroups, dir) }
 
 // start runs argv (a program that enters the host's namespaces and then

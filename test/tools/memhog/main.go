@@ -17,10 +17,15 @@ import (
 func main() {
 	mb := flag.Int("mb", 64, "MiB to hold")
 	every := flag.Duration("every", time.Second, "time between two passes over the memory")
+	oom := flag.Int("oom-score-adj", 0, "written to /proc/self/oom_score_adj before anything is held (1000: the OOM killer's first)")
 	flag.Parse()
-	if *mb < 1 || *every <= 0 {
-		fmt.Fprintln(os.Stderr, "memhog: want -mb 1 or more and a positive -every")
+	if *mb < 1 || *every <= 0 || *oom < -1000 || *oom > 1000 {
+		fmt.Fprintln(os.Stderr, "memhog: want -mb 1 or more, a positive -every and -oom-score-adj -1000..1000")
 		os.Exit(2)
+	}
+	if err := os.WriteFile("/proc/self/oom_score_adj", []byte(fmt.Sprint(*oom)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "memhog:", err)
+		os.Exit(1)
 	}
 	mem := make([]byte, *mb<<20)
 	sig := make(chan os.Signal, 1)

@@ -19,12 +19,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
-	"sync"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	nfqueue "github.com/florianl/go-nfqueue/v2"
-	"github.com/mdlayher/netlink"
 )
 
 func main() {
@@ -32,8 +32,8 @@ func main() {
 	delay := flag.Duration("delay", 50*time.Millisecond, "mean delay")
 	jitter := flag.Duration("jitter", 20*time.Millisecond, "the delay varies uniformly by this much either way")
 	flag.Parse()
-	if *jitter > *delay || *queue > 65535 {
-		fmt.Fprintln(os.Stderr, "nfdelay: want -jitter at most -delay and -queue 0-65535")
+	if *jitter < 0 || *jitter > *delay || *queue > 65535 {
+		fmt.Fprintln(os.Stderr, "nfdelay: want 0 <= -jitter <= -delay and -queue 0-65535")
 		os.Exit(2)
 	}
 	if err := run(uint16(*queue), *delay, *jitter); err != nil {
@@ -43,42 +43,40 @@ func main() {
 }
 
 func run(queue uint16, delay, jitter time.Duration) error {
+	// A full queue lets packets through undelayed rather than dropping
+	// them (jitter must not turn into loss); the count is printed at the end.
 	nf, err := nfqueue.Open(&nfqueue.Config{NfQueue: queue, MaxPacketLen: 0, MaxQueueLen: 8192,
-		Copymode: nfqueue.NfQnlCopyMeta, WriteTimeout: 100 * time.Millisecond})
+		Copymode: nfqueue.NfQnlCopyMeta, Flags: nfqueue.NfQaCfgFlagFailOpen, WriteTimeout: 100 * time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("opening queue %d: %w", queue, err)
 	}
 	defer nf.Close()
-	if err := nf.SetOption(netlink.NoENOBUFS, true); err != nil {
+	if err := nf.Con.SetReadBuffer(4 << 20); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	var (
-		mu      sync.Mutex // one verdict on the socket at a time
-		n, errs int
-	)
-	verdict := func(id uint32) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err := nf.SetVerdict(id, nfqueue.NfAccept); err != nil {
-			errs++
-		}
-	}
+	// The queue stays bound until every packet taken has its verdict: an
+	// unbound queue drops what it still holds.
+	ctx, unbind := context.WithCancel(context.Background())
+	defer unbind()
+	var n, errs, failures atomic.Int64
 	hook := func(a nfqueue.Attribute) int {
 		if a.PacketID == nil {
 			return 0
 		}
 		id := *a.PacketID
 		d := delay - jitter + time.Duration(rand.Int64N(int64(2*jitter)+1))
-		time.AfterFunc(d, func() { verdict(id) })
-		mu.Lock()
-		n++
-		mu.Unlock()
+		time.AfterFunc(d, func() {
+			if nf.SetVerdict(id, nfqueue.NfAccept) != nil { // netlink.Conn: safe for concurrent use
+				errs.Add(1)
+			}
+		})
+		n.Add(1)
 		return 0
 	}
 	onErr := func(err error) int {
-		if ctx.Err() != nil || errors.Is(err, os.ErrClosed) {
+		if ctx.Err() != nil || errors.Is(err, os.ErrClosed) || failures.Add(1) > 100 {
 			return 1
 		}
 		fmt.Fprintln(os.Stderr, "nfdelay: receiving:", err)
@@ -87,10 +85,26 @@ func run(queue uint16, delay, jitter time.Duration) error {
 	if err := nf.RegisterWithErrorFunc(ctx, hook, onErr); err != nil {
 		return err
 	}
-	<-ctx.Done()
+	fmt.Println("nfdelay: ready")
+	<-sig.Done()
 	time.Sleep(delay + jitter) // the last ones go
-	mu.Lock()
-	defer mu.Unlock()
-	fmt.Printf("nfdelay: %d packets delayed %v ± %v, %d verdicts failed\n", n, delay, jitter, errs)
+	unbind()
+	fmt.Printf("nfdelay: %d packets delayed %v ± %v, %d verdicts failed; %s\n", n.Load(), delay, jitter, errs.Load(), queueStats(queue))
 	return nil
+}
+
+// queueStats is the kernel's line for the queue in this network namespace
+// (/proc/self/net/netfilter/nfnetlink_queue): queue, port id, waiting,
+// copy mode, copy range, queue_dropped, user_dropped, last id.
+func queueStats(queue uint16) string {
+	b, err := os.ReadFile("/proc/self/net/netfilter/nfnetlink_queue")
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 7 && f[0] == fmt.Sprint(queue) {
+			return fmt.Sprintf("waiting %s, dropped %s (queue full) and %s (not delivered)", f[2], f[5], f[6])
+		}
+	}
+	return "no kernel statistics"
 }
