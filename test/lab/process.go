@@ -38,16 +38,18 @@ func (h *Host) StartQuiet(name string, env []string, args ...string) (*Process, 
 }
 
 func (h *Host) start(name string, logf func(string, ...any), env, args []string) (*Process, error) {
+	argv := append([]string{"ip", "netns", "exec", h.NS}, args...)
 	if len(h.cgroups) > 0 {
-		// The program joins the cgroups itself before it runs, so that all
-		// it allocates is charged there (old charges never move).
+		// A shell joins the cgroups, then becomes ip netns exec (which
+		// mounts a /sys of its own, without the cgroup file systems), which
+		// becomes the program: all it allocates is charged there.
 		script := ""
 		for _, dir := range h.cgroups {
 			script += "echo $$ > " + filepath.Join(dir, "cgroup.procs") + " || exit 125; "
 		}
-		args = append([]string{"sh", "-c", script + `exec "$@"`, "sh"}, args...)
+		argv = append([]string{"sh", "-c", script + `exec "$@"`, "sh"}, argv...)
 	}
-	return h.lab.start(name, h.Name, logf, env, append([]string{"ip", "netns", "exec", h.NS}, args...))
+	return h.lab.start(name, h.Name, logf, env, argv)
 }
 
 // JoinCgroup makes every process started on the host from now on start in
