@@ -26,8 +26,8 @@ type Config struct {
 	FailThreshold int
 	RiseThreshold int
 	// HungAfter: a check with no answer by then while the apiserver answers
-	// /livez/ping within a tenth of it is a hung apiserver, Unhealthy at
-	// once. 0, or not below Timeout: never.
+	// /livez/ping within a tenth of it finds a hung apiserver (Result.Hung:
+	// FAIL_THRESHOLD-1 failures). 0, or not below Timeout: never.
 	HungAfter time.Duration
 	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins

@@ -416,9 +416,9 @@ type stressCondition struct {
 // guarded says whether a false move of group g in cond fails the test:
 // a freeze never moves the VIP twice (no ping-pong) whatever the setting;
 // at the defaults, a holder starved of CPU or memory or overloaded, or a
-// segment with jitter, keeps it. Packet loss is
-// measured, not yet guarded: at 20 %, three adverts in a row are lost
-// often enough for a backup to take over (issue 35).
+// segment with jitter, keeps it. Packet loss is measured, not yet guarded:
+// at 20 % every setting moved (three adverts an interval as often as one:
+// the loss also stalls etcd, whose peers share the segment; issue 35).
 func guarded(cond stressCondition, g *stressGroup) bool {
 	switch {
 	case cond.real || cond.loss:

@@ -60,7 +60,7 @@ type Host struct {
 	IPv6 netip.Prefix
 	lab  *Lab
 	// cgroups: cgroup v1 directories every process started on the host
-	// joins right after it starts (JoinCgroup).
+	// is born in (JoinCgroup).
 	cgroups []string
 }
 

@@ -123,10 +123,8 @@ func (p *Process) Running() bool {
 
 // Kill ends the process with SIGKILL (if it still runs) and waits for it.
 func (p *Process) Kill() {
-	select {
-	case <-p.done:
+	if !p.Running() {
 		return
-	default:
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
