@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -36,7 +37,7 @@ func watchKernel(ctx context.Context, k *Known) error {
 	defer close(done)
 	failed := make(chan error, 2)
 	report := func(err error) {
-		if !errors.Is(err, netlink.ErrDumpInterrupted) { // the next change corrects it
+		if !errors.Is(err, netlink.ErrDumpInterrupted) && !foreignSender(err) {
 			select {
 			case failed <- err:
 			default:
@@ -80,6 +81,18 @@ func watchKernel(ctx context.Context, k *Known) error {
 			}
 		}
 	}
+}
+
+// foreignSender says whether a subscription's error is a message from a
+// user-space sender, which the library skips: nothing of the kernel's is
+// lost. Another program's subscription with a dump (ListExisting: the
+// library sends its dump request from the socket bound to the multicast
+// group, vishvananda/netlink#786) reaches every socket of that group in
+// the network namespace; ended on it, the subscriptions of two such
+// programs — two daemons of ours in one namespace, or a CNI agent beside
+// us — ended each other's every second. The library has no sentinel for it.
+func foreignSender(err error) bool {
+	return strings.HasPrefix(err.Error(), "Wrong sender portid")
 }
 
 // Resolve asks the kernel to resolve ip (NTF_USE: as if it had a packet for
