@@ -27,6 +27,10 @@ func stressConditions() []stressCondition {
 		out = append(out, stressCondition{name: fmt.Sprintf("%d %% packet loss on the segment", p), loss: true,
 			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p) }})
 	}
+	for _, p := range []int{5, 20} {
+		out = append(out, stressCondition{name: fmt.Sprintf("%d %% of VRRP advertisements lost", p), loss: true,
+			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p, "-p", "vrrp") }})
+	}
 	out = append(out, stressCondition{name: "50 ms ± 20 ms jitter on the segment",
 		run: func(ctx context.Context, s *stressLab) error {
 			return s.jitter(ctx, 50*time.Millisecond, 20*time.Millisecond)
@@ -108,10 +112,12 @@ func (s *stressLab) freeze(i int, d time.Duration) error {
 
 // loss drops pct % of the packets every host of the segment receives on
 // it (iptables' statistic match: this kernel has no netem; not loopback,
-// where the health checks go), until ctx ends.
-func (s *stressLab) loss(ctx context.Context, pct int) error {
-	return s.onSegment(ctx, []string{"INPUT", "-i", "eth0", "-m", "statistic", "--mode", "random",
-		"--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"}, nil)
+// where the health checks go), or of those that match (e.g. "-p", "vrrp":
+// the advertisements alone, etcd's peer traffic untouched), until ctx ends.
+func (s *stressLab) loss(ctx context.Context, pct int, match ...string) error {
+	rule := append([]string{"INPUT", "-i", "eth0"}, match...)
+	return s.onSegment(ctx, append(rule, "-m", "statistic", "--mode", "random",
+		"--probability", fmt.Sprintf("%.2f", float64(pct)/100), "-j", "DROP"), nil)
 }
 
 // jitter delays every packet every host of the segment receives on it by

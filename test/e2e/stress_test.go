@@ -90,6 +90,8 @@ type stressGroup struct {
 	restoring bool // the lab moves the VIP back to n1: not the condition's move
 	moves     []stressMove
 	double    time.Duration // the longest stretch of two holders
+	doubles   int           // stretches of two holders
+	dblAt     []time.Time   // when the first few began
 	dblFrom   time.Time
 }
 
@@ -262,6 +264,10 @@ func (g *stressGroup) observe(at time.Time, hs []int) {
 	case len(hs) > 1:
 		if g.dblFrom.IsZero() {
 			g.dblFrom = at
+			g.doubles++
+			if len(g.dblAt) < 3 {
+				g.dblAt = append(g.dblAt, at)
+			}
 		}
 		g.double = max(g.double, at.Sub(g.dblFrom))
 	case len(hs) == 1:
@@ -281,7 +287,7 @@ func (g *stressGroup) observe(at time.Time, hs []int) {
 func (g *stressGroup) reset() (holder int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.moves, g.double, g.excess = nil, 0, 0
+	g.moves, g.double, g.doubles, g.dblAt, g.excess = nil, 0, 0, nil, 0
 	return g.holder
 }
 
@@ -349,16 +355,18 @@ func (s *stressLab) restart(g *stressGroup, i int) error {
 type stressResult struct {
 	moves, falseMoves int
 	failed, requests  int
-	double            time.Duration
+	double            time.Duration // the longest stretch of two holders
+	doubles           int           // stretches of two holders
 	outage            time.Duration
+	outageAt          time.Time // when the longest outage began
 }
 
 // result reads group g's figures for the span [from, to].
 func (s *stressLab) result(cond stressCondition, g *stressGroup, from, to time.Time) stressResult {
 	g.mu.Lock()
-	moves, double := append([]stressMove(nil), g.moves...), g.double
+	moves, double, doubles := append([]stressMove(nil), g.moves...), g.double, g.doubles
 	g.mu.Unlock()
-	r := stressResult{moves: len(moves), double: double}
+	r := stressResult{moves: len(moves), double: double, doubles: doubles}
 	if cond.freeze > 0 {
 		g.mu.Lock()
 		r.falseMoves = g.excess
@@ -369,18 +377,33 @@ func (s *stressLab) result(cond stressCondition, g *stressGroup, from, to time.T
 		ok, _, _ := lab.RequestCounts(lab.Samples(s.direct[m.from]), m.at.Add(-time.Second), m.at)
 		if ok > 0 {
 			r.falseMoves++
+			s.why(g, m)
 		}
 	}
 	ss := lab.Samples(g.probe)
 	ok, failed, _ := lab.RequestCounts(ss, from, to)
-	r.failed, r.requests, r.outage = failed, ok+failed, longestOutage(ss, from, to)
+	r.failed, r.requests = failed, ok+failed
+	r.outage, r.outageAt = longestOutage(ss, from, to)
 	return r
 }
 
+// why logs what the two nodes' daemons of group g said in the 3 s before
+// move m and the second after it: the reason of a false move.
+func (s *stressLab) why(g *stressGroup, m stressMove) {
+	s.said(g, fmt.Sprintf("false move %s→%s at %s", s.nodes[m.from].Name, s.nodes[m.to].Name, m.at.Format("15:04:05.000")),
+		m.at.Add(-3*time.Second), m.at.Add(time.Second), m.from, m.to)
+}
+
+// said logs what group g's daemons on nodes said in [from, to], about what.
+func (s *stressLab) said(g *stressGroup, what string, from, to time.Time, nodes ...int) {
+	for _, i := range nodes {
+		s.t.Logf("%s, %s: %s said:\n%s", g.name, what, s.nodes[i].Name, strings.Join(g.procs[i].LinesBetween(from, to), "\n"))
+	}
+}
+
 // longestOutage is the longest time from a failed request sent in [from,
-// to) to the next success after it.
-func longestOutage(ss []lab.Sample, from, to time.Time) time.Duration {
-	var longest time.Duration
+// to) to the next success after it, and when it began.
+func longestOutage(ss []lab.Sample, from, to time.Time) (longest time.Duration, at time.Time) {
 	var failing time.Time
 	for _, s := range ss {
 		switch {
@@ -388,16 +411,26 @@ func longestOutage(ss []lab.Sample, from, to time.Time) time.Duration {
 		case !s.OK && failing.IsZero() && s.At.Before(to):
 			failing = s.At
 		case s.OK && !failing.IsZero():
-			longest = max(longest, s.At.Sub(failing))
+			if d := s.At.Sub(failing); d > longest {
+				longest, at = d, failing
+			}
 			failing = time.Time{}
 		}
 	}
-	return longest
+	return longest, at
 }
 
 func (r stressResult) String() string {
-	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %v",
-		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.double.Round(time.Millisecond))
+	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s",
+		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders())
+}
+
+// twoHolders is how often two nodes held the VIP, and the longest time.
+func (r stressResult) twoHolders() string {
+	if r.doubles == 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%d× (longest %v)", r.doubles, r.double.Round(time.Millisecond))
 }
 
 // stressCondition is a condition applied for the lab's length: run applies
@@ -454,6 +487,18 @@ func TestStress(t *testing.T) {
 			figure(t, fmt.Sprintf("stress %s, %s: %s; length", cond.name, g.name, r), to.Sub(from))
 			if r.outage > time.Second {
 				t.Logf("%s, %s: the client's requests: %s", cond.name, g.name, lab.RequestRuns(lab.Samples(g.probe), from, to.Add(2*time.Second)))
+				if !cond.real {
+					s.said(g, fmt.Sprintf("the longest outage (%v) from %s", r.outage.Round(time.Millisecond), r.outageAt.Format("15:04:05.000")),
+						r.outageAt.Add(-3*time.Second), r.outageAt.Add(time.Second), 0, 1, 2)
+				}
+			}
+			if !cond.real && cond.freeze == 0 {
+				g.mu.Lock()
+				dbl := append([]time.Time(nil), g.dblAt...)
+				g.mu.Unlock()
+				for _, at := range dbl {
+					s.said(g, "two holders from "+at.Format("15:04:05.000"), at.Add(-2*time.Second), at.Add(time.Second), 0, 1, 2)
+				}
 			}
 			if guarded(cond, g) && r.falseMoves > 0 {
 				t.Errorf("%s, %s: %d false moves (%s)", cond.name, g.name, r.falseMoves, r)
@@ -462,8 +507,8 @@ func TestStress(t *testing.T) {
 			if cond.real {
 				falseMoves = "—"
 			}
-			table = append(table, fmt.Sprintf("| %s | %s | %d | %s | %d of %d | %v | %v |", cond.name, g.name, r.moves,
-				falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.double.Round(time.Millisecond)))
+			table = append(table, fmt.Sprintf("| %s | %s | %d | %s | %d of %d | %v | %s |", cond.name, g.name, r.moves,
+				falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders()))
 		}
 		if err := s.settle(3 * time.Minute); err != nil {
 			t.Fatalf("after %s: %v", cond.name, err)

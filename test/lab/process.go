@@ -222,3 +222,16 @@ func (p *Process) LineTime(i int) time.Time {
 	defer p.mu.Unlock()
 	return p.times[i]
 }
+
+// LinesBetween returns the output lines that came in [from, to].
+func (p *Process) LinesBetween(from, to time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for i, at := range p.times {
+		if !at.Before(from) && !at.After(to) {
+			out = append(out, p.lines[i])
+		}
+	}
+	return out
+}
