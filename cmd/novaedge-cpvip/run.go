@@ -195,7 +195,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		}
 	}
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
-		Self: elector.Primary, CaughtUp: elector.CaughtUp}
+		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading}
 	var ann *l2.Announcer
 	if known != nil {
 		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)
@@ -206,6 +206,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	events := watchInterface(ctx, ifname, onLink, log)
 	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
+		guard.Contested = ann.Contested
 		go guard.Run(ctx)
 	}
 	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},

@@ -41,6 +41,8 @@ type Identity interface {
 	// Ours says whether mac is an interface of this host or of a member
 	// of our group.
 	Ours(mac net.HardwareAddr) bool
+	// Self says whether mac is an interface of this host.
+	Self(mac net.HardwareAddr) bool
 	// Refresh asks for the members' hardware addresses it lacks (before
 	// probing); it must not block.
 	Refresh()
@@ -81,6 +83,14 @@ type Guard struct {
 	started   time.Time // when Run started; under mu
 	refreshed time.Time // the latest Identity refresh of a round; under mu
 
+	// Contested, when set, is called when another router of our group
+	// announced or answered for a VIP this node should hold, at most once
+	// a ProbeEvery per VIP (set before Run): the neighbours that heard it
+	// now send to that router. The holder announces the VIP again
+	// (l2.Announcer.Contested); a lost advertisement must not leave them
+	// there after that router stepped back.
+	Contested func(vip netip.Addr)
+
 	// Detected counts conflicts reported (one per episode).
 	Detected atomic.Uint64
 }
@@ -97,6 +107,7 @@ type vipState struct {
 	quiet     int       // probes in a row that went unanswered (by others than us and our group)
 	checked   bool      // a probe went unanswered since the check started or the link last changed
 	counted   time.Time // the latest probe counted in quiet
+	contested time.Time // the latest Contested call
 }
 
 // NewGuard returns a guard for vips; open opens a VIP's wire, changed is
@@ -182,7 +193,13 @@ func (g *Guard) free(vip netip.Addr, s *vipState) bool {
 
 // Observe records that mac answered for vip or announced it.
 func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
-	if g.settling() || g.id.Ours(mac) {
+	if g.settling() {
+		return
+	}
+	if g.id.Ours(mac) {
+		if !g.id.Self(mac) {
+			g.contest(vip)
+		}
 		return
 	}
 	g.mu.Lock()
@@ -207,6 +224,22 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	g.mu.Unlock()
 	if want {
 		g.changed()
+	}
+}
+
+// contest tells Contested that a router of our group announced vip, if
+// this node should hold it and was not told within ProbeEvery.
+func (g *Guard) contest(vip netip.Addr) {
+	g.mu.Lock()
+	s, ok := g.vips[vip]
+	now := g.now()
+	call := ok && s.want && g.Contested != nil && now.Sub(s.contested) >= ProbeEvery
+	if call {
+		s.contested = now
+	}
+	g.mu.Unlock()
+	if call {
+		g.Contested(vip)
 	}
 }
 

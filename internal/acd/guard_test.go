@@ -36,7 +36,8 @@ type fakeIdentity struct{}
 func (fakeIdentity) Ours(mac net.HardwareAddr) bool {
 	return mac.String() == selfMAC.String() || mac.String() == member.String()
 }
-func (fakeIdentity) Refresh() {}
+func (fakeIdentity) Self(mac net.HardwareAddr) bool { return mac.String() == selfMAC.String() }
+func (fakeIdentity) Refresh()                       {}
 
 // harness is a guard on a manual clock with its wire installed.
 type harness struct {
@@ -271,5 +272,34 @@ func TestUncheckedWakesTheLoop(t *testing.T) {
 	}
 	if h.changed == before {
 		t.Fatal("the verdict turned clear (unchecked) without waking the loop")
+	}
+}
+
+// A member announcing a VIP this node should hold is contested (the
+// holder announces again), once a ProbeEvery; our own frames, a VIP this
+// node should not hold, and a stranger (a conflict) are not.
+func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
+	h := newHarness()
+	var contested []netip.Addr
+	h.g.Contested = func(v netip.Addr) { contested = append(contested, v) }
+	h.g.Observe(vip, member)
+	if len(contested) != 0 {
+		t.Fatalf("contested %v while this node should not hold the VIP", contested)
+	}
+	h.g.Verdict(vip, true)
+	h.g.Observe(vip, selfMAC)
+	h.g.Observe(vip, member)
+	h.g.Observe(vip, member)
+	if len(contested) != 1 || contested[0] != vip {
+		t.Fatalf("contested %v; want %v once", contested, vip)
+	}
+	h.advance(ProbeEvery)
+	h.g.Observe(vip, member)
+	h.g.Observe(vip, foreign)
+	if len(contested) != 2 {
+		t.Fatalf("contested %d times; want 2: again after ProbeEvery, not for a stranger", len(contested))
+	}
+	if h.g.Verdict(vip, true) != bind.Claimed {
+		t.Fatal("a stranger's answer is still a conflict")
 	}
 }

@@ -60,6 +60,18 @@ func (k *Known) Ours(mac net.HardwareAddr) bool {
 	return k.ours[string(mac)]
 }
 
+// Self implements Identity.
+func (k *Known) Self(mac net.HardwareAddr) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, own := range k.own {
+		if own == string(mac) {
+			return true
+		}
+	}
+	return false
+}
+
 // Refresh implements Identity: it asks the kernel to resolve the members
 // the neighbour table lacks; the answers arrive as events.
 func (k *Known) Refresh() {

@@ -195,3 +195,43 @@ func TestLateRepeatWaitsForTheElection(t *testing.T) {
 		t.Fatalf("waited %v for an election that never caught up, want about %v", waited, catchUpWait)
 	}
 }
+
+// A node that is not the master announces nothing, though it keeps the
+// VIP (a handover); a master told that another router announced its VIP
+// announces it again, a VIP it let go never.
+func TestOnlyTheMasterAnnounces(t *testing.T) {
+	var leading atomic.Bool
+	a, rec, _, addrs := newTestAnnouncer(t, Options{Repeat: 1, Leading: leading.Load})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	vip := netip.MustParsePrefix("192.0.2.100/32")
+	a.Hold(vip) // bound while the election already says backup
+	waitFor(t, func() bool { got, _ := addrs.List(); return len(got) == 1 })
+	time.Sleep(50 * time.Millisecond)
+	if n := rec.count(); n != 0 {
+		t.Fatalf("%d announcements from a node that is not the master", n)
+	}
+	leading.Store(true)
+	a.Contested(vip.Addr())
+	expectSends(t, rec, 1)
+	a.Release(vip)
+	waitFor(t, func() bool { got, _ := addrs.List(); return len(got) == 0 })
+	a.Contested(vip.Addr())
+	time.Sleep(50 * time.Millisecond)
+	if n := rec.count(); n != 1 {
+		t.Fatalf("%d announcements; a VIP let go is never announced again", n)
+	}
+	if got, _ := addrs.List(); len(got) != 0 {
+		t.Fatalf("Contested bound %v again", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}

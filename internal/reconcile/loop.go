@@ -75,6 +75,23 @@ func (l *Loop) Hold(vip netip.Prefix) {
 	l.wake()
 }
 
+// Again announces vip again if the election's latest word is still to
+// hold it (a neighbour heard another router claim it); it never makes a
+// VIP wanted.
+func (l *Loop) Again(vip netip.Addr) {
+	l.mu.Lock()
+	found := false
+	for p, hold := range l.desired {
+		if p.Addr() == vip && hold {
+			l.again[p], found = true, true
+		}
+	}
+	l.mu.Unlock()
+	if found {
+		l.wake()
+	}
+}
+
 // Wanted says whether the election's latest word on vip is to hold it,
 // which may not have reached a step yet.
 func (l *Loop) Wanted(vip netip.Addr) bool {

@@ -62,11 +62,11 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	switch {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
-	case p == FailOpenPriority && e.holds():
+	case p == FailOpenPriority && e.Leading():
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a healthy node takes it within its skew time; kept here while none is", "reason", reason)
 	case p == FailOpenPriority:
 		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority", "priority", p, "reason", reason)
-	case e.holds():
+	case e.Leading():
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0", "reason", reason)
 	default:
 		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
@@ -91,7 +91,8 @@ func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
 // CaughtUp is Instance.CaughtUp.
 func (e *Elector) CaughtUp(t time.Time) bool { return e.inst.CaughtUp(t) }
 
-func (e *Elector) holds() bool { return e.inst.Status().State == Master }
+// Leading says whether this node is the group's master now (l2.Options.Leading).
+func (e *Elector) Leading() bool { return e.inst.Status().State == Master }
 
 // FailOpen reports whether this node holds the VIP only because no node is
 // healthy (it is master with the fail-open priority), and why it is
