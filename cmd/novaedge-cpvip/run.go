@@ -195,7 +195,8 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		}
 	}
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
-		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading}
+		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading,
+		Contests: elector.Established}
 	var ann *l2.Announcer
 	if known != nil {
 		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)

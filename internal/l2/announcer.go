@@ -49,6 +49,10 @@ type Options struct {
 	// sent its gratuitous ARP after the master's (the stress suite, 20 %
 	// of advertisements lost: the client stuck on it for 12 s).
 	Leading func() bool
+	// Contests, when set, says whether this node answers another router's
+	// announcement of a VIP it holds (Contested): the master for a while,
+	// not one that just took over (vrrp.Elector.Established).
+	Contests func() bool
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
@@ -113,7 +117,7 @@ func (a *Announcer) Contested(vip netip.Addr) {
 		return
 	}
 	go func() {
-		if !a.caughtUp(*ctx, vip, time.Now()) || !a.leading() {
+		if !a.caughtUp(*ctx, vip, time.Now()) || !a.leading() || (a.opts.Contests != nil && !a.opts.Contests()) {
 			return
 		}
 		a.log.Info("Another router of our group announced the VIP: announcing it again", "address", vip)

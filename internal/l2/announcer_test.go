@@ -197,11 +197,11 @@ func TestLateRepeatWaitsForTheElection(t *testing.T) {
 }
 
 // A node that is not the master announces nothing, though it keeps the
-// VIP (a handover); a master told that another router announced its VIP
-// announces it again, a VIP it let go never.
+// VIP (a handover); a master for a while told that another router
+// announced its VIP announces it again, a VIP it let go never.
 func TestOnlyTheMasterAnnounces(t *testing.T) {
-	var leading atomic.Bool
-	a, rec, _, addrs := newTestAnnouncer(t, Options{Repeat: 1, Leading: leading.Load})
+	var leading, established atomic.Bool
+	a, rec, _, addrs := newTestAnnouncer(t, Options{Repeat: 1, Leading: leading.Load, Contests: established.Load})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.Run(ctx)
@@ -213,6 +213,12 @@ func TestOnlyTheMasterAnnounces(t *testing.T) {
 		t.Fatalf("%d announcements from a node that is not the master", n)
 	}
 	leading.Store(true)
+	a.Contested(vip.Addr()) // a master that just took over: the election settles it
+	time.Sleep(50 * time.Millisecond)
+	if n := rec.count(); n != 0 {
+		t.Fatalf("%d announcements from a master that just took over", n)
+	}
+	established.Store(true)
 	a.Contested(vip.Addr())
 	expectSends(t, rec, 1)
 	a.Release(vip)
