@@ -24,11 +24,11 @@ func stressConditions() []stressCondition {
 	out = append(out, stressCondition{name: "a backup's daemons frozen 2 s, again and again", freeze: 2 * time.Second,
 		run: func(ctx context.Context, s *stressLab) error { return s.freezes(ctx, 1, 2*time.Second) }})
 	for _, p := range []int{1, 5, 20} {
-		out = append(out, stressCondition{name: fmt.Sprintf("%d %% packet loss on the segment", p), loss: true,
+		out = append(out, stressCondition{name: fmt.Sprintf("%d %% packet loss on the segment", p), segmentLoss: true,
 			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p) }})
 	}
 	for _, p := range []int{5, 20} {
-		out = append(out, stressCondition{name: fmt.Sprintf("%d %% of VRRP advertisements lost", p), loss: true,
+		out = append(out, stressCondition{name: fmt.Sprintf("%d %% of VRRP advertisements lost", p),
 			run: func(ctx context.Context, s *stressLab) error { return s.loss(ctx, p, "-p", "vrrp") }})
 	}
 	out = append(out, stressCondition{name: "50 ms ± 20 ms jitter on the segment",
