@@ -24,6 +24,10 @@ const (
 	// FreeAfter is how many probes in a row must go unanswered before a VIP
 	// another host answered for is free: a loaded host can miss one answer.
 	FreeAfter = 2
+	// DefendInterval is RFC 5227's DEFEND_INTERVAL: a VIP this node holds
+	// is defended against another host's answer (announced again) at most
+	// once in it; another answer within it releases the VIP.
+	DefendInterval = 10 * time.Second
 )
 
 // Wire probes the segment for one VIP and reads who claims it.
@@ -54,6 +58,10 @@ type Conflict struct {
 	MAC   net.HardwareAddr
 	Since time.Time // its first answer
 	Last  time.Time // its latest answer
+	// defence: when this node defended the VIP against this host's answer
+	// (zero: it did not); an answer after it, within DefendInterval of it,
+	// makes the claim count.
+	defence time.Time
 	// reported: logged and counted. A claim is reported once it matters —
 	// it keeps the VIP from this node — or a probe sent after its first
 	// answer was answered by it too: a member's answer judged a moment
@@ -108,6 +116,8 @@ type vipState struct {
 	checked   bool      // a probe went unanswered since the check started or the link last changed
 	counted   time.Time // the latest probe counted in quiet
 	contested time.Time // the latest Contested call
+	bound     bool      // the kernel has the VIP bound here (Verdict)
+	defended  time.Time // when this node last defended the VIP against another host
 }
 
 // NewGuard returns a guard for vips; open opens a VIP's wire, changed is
@@ -133,7 +143,7 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 //     must not keep the VIP down);
 //   - Unprobed: no answer known, but no probe has gone unanswered since
 //     the check started or the link last changed.
-func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
+func (g *Guard) Verdict(vip netip.Addr, want, bound bool) bind.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s, ok := g.vips[vip]
@@ -144,6 +154,7 @@ func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 		s.want = want
 		g.kick()
 	}
+	s.bound = bound
 	g.settle(s)
 	v := bind.Clear
 	switch {
@@ -152,6 +163,8 @@ func (g *Guard) Verdict(vip netip.Addr, want bool) bind.Check {
 			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", s.claim.MAC.String())
 			s.claim = nil
 		}
+	case s.claim != nil && !g.free(vip, s) && s.claim.defended():
+		v = bind.Defended
 	case s.claim != nil && !g.free(vip, s):
 		v = bind.Claimed
 		if want {
@@ -212,20 +225,35 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	if s.claim == nil || !slices.Equal(s.claim.MAC, mac) {
 		s.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
 		g.kick()
-	} else if s.probed.After(s.claim.Since) {
+	} else if s.probed.After(s.claim.Since) && !s.claim.defended() {
 		g.report(s) // it answered a probe sent after its first answer
 	}
-	if s.want {
+	s.claim.Last = now
+	defend := s.want && s.bound && (s.defended.IsZero() || now.Sub(s.defended) >= DefendInterval)
+	switch {
+	case defend:
+		s.defended, s.claim.defence = now, now
+	case s.want:
 		g.report(s)
 	}
-	s.claim.Last = now
 	s.quiet = 0
 	want := s.want
 	g.mu.Unlock()
+	if defend {
+		g.log.Warn("Another host answered for the VIP: defending it (RFC 5227), releasing it if it answers again", "address", vip,
+			"mac", mac.String(), "within", DefendInterval)
+		if g.Contested != nil {
+			g.Contested(vip)
+		}
+	}
 	if want {
 		g.changed()
 	}
 }
+
+// defended says whether this node defended the VIP against c's answer
+// and c has not answered since.
+func (c *Conflict) defended() bool { return !c.defence.IsZero() && !c.Last.After(c.defence) }
 
 // contest tells Contested that a router of our group announced vip, if
 // this node should hold it and was not told within ProbeEvery.

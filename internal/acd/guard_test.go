@@ -63,24 +63,24 @@ func (h *harness) advance(d time.Duration) time.Time {
 
 func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 	h := newHarness()
-	if h.g.Verdict(vip, true) == bind.Clear {
+	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("never probed: must not be bound yet")
 	}
 	next := h.advance(0)
-	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true) == bind.Clear) {
+	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true, false) == bind.Clear) {
 		t.Fatalf("%d probes, next in %v (want 1, %v), or allowed before the answer wait", h.w.count(), next.Sub(h.now), AnswerWait)
 	}
 	h.advance(AnswerWait)
-	if h.changed != 1 || !(h.g.Verdict(vip, true) == bind.Clear) {
+	if h.changed != 1 || !(h.g.Verdict(vip, true, false) == bind.Clear) {
 		t.Fatalf("unanswered probe: changed %d, must be allowed", h.changed)
 	}
-	h.g.Verdict(vip, false)
+	h.g.Verdict(vip, false, false)
 	h.advance(ProbeEvery)
 	if h.w.count() != 2 {
 		t.Fatalf("backup after a second: %d probes, want 2", h.w.count())
 	}
 	// A takeover: the latest probe went unanswered, so bind at once.
-	if !(h.g.Verdict(vip, true) == bind.Clear) {
+	if !(h.g.Verdict(vip, true, false) == bind.Clear) {
 		t.Fatal("a takeover must not wait for a probe")
 	}
 	h.advance(ProbeEvery)
@@ -91,29 +91,29 @@ func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 
 func TestBoundVIPStaysAtStart(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(vip, true) != bind.Claimed) {
+	if !(h.g.Verdict(vip, true, false) != bind.Claimed) {
 		t.Fatal("a VIP bound at start (resumed) must stay while nobody else answers")
 	}
 }
 
 func TestOwnAndMembersAnswersAreNoConflict(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false)
+	h.g.Verdict(vip, false, false)
 	h.advance(0)
 	h.g.Observe(vip, selfMAC)
 	h.g.Observe(vip, member) // a master handing over still holds the VIP
 	h.now = h.now.Add(AnswerWait)
-	if !(h.g.Verdict(vip, true) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+	if !(h.g.Verdict(vip, true, false) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("ours and members' answers blocked the VIP: %v", h.g.Conflicts())
 	}
 }
 
 func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false)
+	h.g.Verdict(vip, false, false)
 	h.advance(0)
 	h.g.Observe(vip, foreign) // answers the backup's probe
-	if h.g.Verdict(vip, true) == bind.Clear {
+	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("elected while another host answers: must not bind")
 	}
 	// Blocked: probed every BlockedEvery while it answers.
@@ -128,7 +128,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h.now = h.now.Add(time.Millisecond)
 	h.g.Observe(vip, foreign)
 	h.advance(AnswerWait - time.Millisecond)
-	if h.g.Verdict(vip, true) == bind.Clear {
+	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("answered again: must stay blocked")
 	}
 	if c := h.g.Conflicts(); len(c) != 1 || c[0].MAC.String() != foreign.String() || h.g.Detected.Load() != 1 {
@@ -137,7 +137,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	// It lets go: FreeAfter probes in a row go unanswered.
 	for k := range FreeAfter {
 		next = h.advance(BlockedEvery - AnswerWait)
-		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true) == bind.Clear) {
+		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true, false) == bind.Clear) {
 			t.Fatalf("probe sent: %d probes, next in %v, or allowed before the answer wait", h.w.count(), next.Sub(h.now))
 		}
 		changed := h.changed
@@ -145,7 +145,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 		if h.changed != changed+1 {
 			t.Fatal("the end of the answer wait must wake the loop")
 		}
-		if free := (h.g.Verdict(vip, true) == bind.Clear); free != (k == FreeAfter-1) {
+		if free := (h.g.Verdict(vip, true, false) == bind.Clear); free != (k == FreeAfter-1) {
 			t.Fatalf("after %d unanswered probes: allowed %v", k+1, free)
 		}
 	}
@@ -156,18 +156,18 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 
 func TestForeignClaimWhileHoldingReleases(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(vip, true) != bind.Claimed) {
+	if !(h.g.Verdict(vip, true, false) != bind.Claimed) {
 		t.Fatal("not allowed")
 	}
 	h.g.Observe(vip, foreign) // its gratuitous ARP
-	if h.changed != 1 || (h.g.Verdict(vip, true) != bind.Claimed) {
+	if h.changed != 1 || (h.g.Verdict(vip, true, false) != bind.Claimed) {
 		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.changed)
 	}
 }
 
 func TestUnknownVIPIsAllowed(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(netip.MustParseAddr("2001:db8::1"), true) == bind.Clear) {
+	if !(h.g.Verdict(netip.MustParseAddr("2001:db8::1"), true, false) == bind.Clear) {
 		t.Fatal("a VIP without a guard must be allowed")
 	}
 }
@@ -209,7 +209,7 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 	if w.count() != 1 || next.Sub(h.now) != ProbeEvery {
 		t.Fatalf("%d attempts, next in %v; want 1 and %v (not at once)", w.count(), next.Sub(h.now), ProbeEvery)
 	}
-	if h.g.Verdict(vip, true) == bind.Clear {
+	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("a probe that was never sent must not allow the VIP")
 	}
 }
@@ -220,14 +220,14 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 	h := newHarness()
 	h.g.Observe(vip, foreign)
-	if v := h.g.Verdict(vip, true); v != bind.Claimed {
+	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("verdict %v, want claimed", v)
 	}
 	h.g.Attach(vip, &failingWire{})
 	for range 12 {
 		h.advance(ProbeEvery)
 	}
-	if v := h.g.Verdict(vip, true); v != bind.Clear || len(h.g.Conflicts()) != 0 {
+	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", uncheckedAfter, v, h.g.Conflicts())
 	}
 }
@@ -241,12 +241,12 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 	h := newHarness()
 	h.advance(0)
 	h.advance(AnswerWait)
-	if v := h.g.Verdict(vip, true); v != bind.Clear {
+	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
 		t.Fatalf("after an unanswered probe: %v, want clear", v)
 	}
 	n := h.w.count()
 	h.g.LinkChanged() // carrier back
-	if v := h.g.Verdict(vip, true); v != bind.Unprobed {
+	if v := h.g.Verdict(vip, true, false); v != bind.Unprobed {
 		t.Fatalf("after the link changed: %v, want unprobed", v)
 	}
 	h.advance(0)
@@ -254,7 +254,7 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 		t.Fatal("a link that changed must be probed at once")
 	}
 	h.advance(AnswerWait)
-	if v := h.g.Verdict(vip, true); v != bind.Clear {
+	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
 		t.Fatalf("after the new probe went unanswered: %v, want clear", v)
 	}
 }
@@ -264,7 +264,7 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 // simulation, seed 717).
 func TestUncheckedWakesTheLoop(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, true)
+	h.g.Verdict(vip, true, false)
 	h.g.Attach(vip, &failingWire{})
 	before := h.changed
 	for range 11 {
@@ -286,7 +286,7 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 	if len(contested) != 0 {
 		t.Fatalf("contested %v while this node should not hold the VIP", contested)
 	}
-	h.g.Verdict(vip, true)
+	h.g.Verdict(vip, true, false)
 	h.g.Observe(vip, selfMAC)
 	h.g.Observe(vip, member)
 	h.g.Observe(vip, member)
@@ -299,7 +299,65 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 	if len(contested) != 2 {
 		t.Fatalf("contested %d times; want 2: again after ProbeEvery, not for a stranger", len(contested))
 	}
-	if h.g.Verdict(vip, true) != bind.Claimed {
+	if h.g.Verdict(vip, true, false) != bind.Claimed {
 		t.Fatal("a stranger's answer is still a conflict")
+	}
+}
+
+// A VIP this node holds is defended against another host's first answer
+// (RFC 5227 section 2.4 (b): announced again, kept); a second answer
+// within DefendInterval releases it; a VIP not yet bound is never bound
+// while another host answers.
+func TestHeldVIPIsDefendedOnce(t *testing.T) {
+	h := newHarness()
+	defences := 0
+	h.g.Contested = func(netip.Addr) { defences++ }
+	h.g.Verdict(vip, true, true)
+	h.advance(0) // a probe, unanswered
+	h.advance(AnswerWait)
+	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
+		t.Fatalf("verdict %v before any answer", v)
+	}
+	h.g.Observe(vip, foreign) // a backup's gratuitous ARP before its advertisement, say
+	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 1 {
+		t.Fatalf("after one answer: %v, %d defences; want defended, 1", v, defences)
+	}
+	if len(h.g.Conflicts()) != 0 {
+		t.Fatal("a defended answer is not a reported conflict")
+	}
+	h.advance(time.Second)
+	h.g.Observe(vip, foreign)
+	if v := h.g.Verdict(vip, true, true); v != bind.Claimed || defences != 1 {
+		t.Fatalf("after a second answer: %v, %d defences; want claimed, 1", v, defences)
+	}
+	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Claimed, Bound: true}); hold {
+		t.Fatal("a claimed VIP must be released")
+	}
+	// Quiet long enough: free; a new answer past DefendInterval is defended again.
+	for range 40 {
+		h.advance(50 * time.Millisecond)
+		h.g.Verdict(vip, true, true)
+	}
+	h.advance(DefendInterval)
+	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
+		t.Fatalf("verdict %v after the other host went quiet", v)
+	}
+	h.g.Observe(vip, foreign)
+	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 2 {
+		t.Fatalf("after DefendInterval: %v, %d defences; want defended, 2", v, defences)
+	}
+
+	u := newHarness() // elected, not bound: never bound while another host answers
+	u.g.Contested = func(netip.Addr) { t.Fatal("defended a VIP this node does not hold") }
+	u.g.Verdict(vip, true, false)
+	u.g.Observe(vip, foreign)
+	if v := u.g.Verdict(vip, true, false); v != bind.Claimed {
+		t.Fatalf("verdict %v for a VIP not bound another host answers for", v)
+	}
+	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Defended, Bound: false}); hold {
+		t.Fatal("a defended VIP not bound must not be bound")
+	}
+	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Defended, Bound: true}); !hold {
+		t.Fatal("a defended VIP bound must be kept")
 	}
 }

@@ -161,7 +161,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	h.advance(0)
 	h.advance(AnswerWait) // a probe went unanswered
 	h.g.Observe(vip, member)
-	if v := h.g.Verdict(vip, true); v != bind.Claimed {
+	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("before the member's entry: %v, want claimed", v)
 	}
 	k.Neigh(peerA, member)
@@ -171,7 +171,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 		t.Fatal("a MAC that became ours must wake the guard")
 	}
 	h.advance(0)
-	if v := h.g.Verdict(vip, true); v != bind.Clear || len(h.g.Conflicts()) != 0 {
+	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after the member's entry: %v, conflicts %v; want clear at once (the simulation, seed 12062: it waited for a probe)", v, fmt.Sprint(h.g.Conflicts()))
 	}
 	if h.changed == 0 {
@@ -187,7 +187,7 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	h := newHarness()
 	k, _ := newKnown()
 	h.g.id = k
-	h.g.Verdict(vip, false) // a backup
+	h.g.Verdict(vip, false, false) // a backup
 	h.g.Observe(vip, member)
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("reported %v before it mattered", h.g.Conflicts())

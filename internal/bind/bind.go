@@ -35,6 +35,11 @@ const (
 	Unprobed
 	// Claimed: another host answers for the VIP.
 	Claimed
+	// Defended: another host answered for the VIP this node holds once,
+	// and this node defended it (RFC 5227 section 2.4 (b): it announced
+	// the VIP again); a second answer within DEFEND_INTERVAL makes it
+	// Claimed. A VIP not bound is not bound meanwhile.
+	Defended
 )
 
 // Inputs are what the decision reads for one VIP.
@@ -55,7 +60,8 @@ type Inputs struct {
 //   - Elected and another host answers for it: release (never two hosts
 //     answering for one address), whether or not it is bound.
 //   - Elected and bound: keep it. A VIP bound already needs no probe: the
-//     holder keeps probing, and a host that answers makes it Claimed.
+//     holder keeps probing, and a host that answers makes it Defended,
+//     then, answering again, Claimed.
 //   - Elected, not bound: bind once a probe went unanswered (Clear); while
 //     the check has not probed (Unprobed), wait.
 func Decide(in Inputs) (hold, decided bool) {
@@ -92,6 +98,8 @@ func (c Check) String() string {
 		return "unprobed"
 	case Claimed:
 		return "claimed"
+	case Defended:
+		return "defended"
 	default:
 		return "clear"
 	}

@@ -16,7 +16,7 @@ import (
 // verdicts is a conflict check with a fixed verdict per VIP.
 type verdicts map[netip.Addr]bind.Check
 
-func (v verdicts) Verdict(vip netip.Addr, _ bool) bind.Check { return v[vip] }
+func (v verdicts) Verdict(vip netip.Addr, _, _ bool) bind.Check { return v[vip] }
 
 // TestResumedVIPSurvivesASettlingCheck: a VIP found bound at start (an
 // earlier run of ours was killed) stays bound when the election resumes it
@@ -116,7 +116,7 @@ type lockedVerdicts struct {
 	v  verdicts
 }
 
-func (l *lockedVerdicts) Verdict(vip netip.Addr, want bool) bind.Check {
+func (l *lockedVerdicts) Verdict(vip netip.Addr, want, _ bool) bind.Check {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.v[vip]

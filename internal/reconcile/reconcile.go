@@ -39,9 +39,10 @@ type Change struct {
 type Counts map[Action]uint64
 
 // Checker is the address conflict check (internal/acd's Guard): its
-// verdict on vip, told whether this node is elected to hold it.
+// verdict on vip, told whether this node is elected to hold it and whether
+// the kernel has it bound here.
 type Checker interface {
-	Verdict(vip netip.Addr, want bool) bind.Check
+	Verdict(vip netip.Addr, want, bound bool) bind.Check
 }
 
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
@@ -115,7 +116,7 @@ func (r *Reconciler) inputs(vip netip.Prefix, elected map[netip.Prefix]bool, bou
 		in.Election = bind.NotElected
 	}
 	if r.check != nil {
-		in.Check = r.check.Verdict(vip.Addr(), want)
+		in.Check = r.check.Verdict(vip.Addr(), want, bound)
 	}
 	return in
 }
