@@ -56,6 +56,7 @@ func (d *daemon) snapshot() status.Snapshot {
 			conflicts[c.VIP] = &status.Conflict{MAC: c.MAC.String(), Since: c.Since}
 		}
 		s.ConflictsDetected = d.guard.Detected.Load()
+		s.ConflictsDefended = d.guard.Defended.Load()
 	}
 	for _, vip := range d.cfg.VIPAddress {
 		s.VIPs = append(s.VIPs, status.VIP{Address: vip.String(), Held: d.rec.Held(vip), Conflict: conflicts[vip.Addr()]})

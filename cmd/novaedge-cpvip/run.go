@@ -207,7 +207,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	events := watchInterface(ctx, ifname, onLink, log)
 	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
-		guard.Contested = ann.Contested
+		guard.Contested, guard.Defend = ann.Contested, ann.Defend
 		go guard.Run(ctx)
 	}
 	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
@@ -237,6 +237,10 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(
 	// A node joining a running group hears the master's advertisement within
 	// an interval: only then is the master's answer for the VIP known as ours.
 	g.Settle = cfg.AdvertInterval * 3 / 2
+	// A router of ours that took the VIP on lost advertisements (its MAC
+	// unknown to us: backups never advertise) lets go when it hears our
+	// next one, a 100 ms grace later: no probe of ours meanwhile.
+	g.DefendWait = acd.DefendWaitFor(cfg.AdvertInterval, cfg.AdvertsPerInterval)
 	return g
 }
 

@@ -82,15 +82,15 @@ func Probe4(mac net.HardwareAddr, vip netip.Addr) (*arp.Packet, error) {
 // returns a frame it cannot parse as an error, and a wire that ended on
 // every malformed frame carrying the VIP would let a few such frames a
 // second switch the check off (issue 32 finding 5).
-func (w *arpWire) Read() (net.HardwareAddr, error) {
+func (w *arpWire) Read() (Claim, error) {
 	buf := make([]byte, 1500)
 	for {
 		n, _, err := w.pc.ReadFrom(buf)
 		if err != nil {
-			return nil, err
+			return Claim{}, err
 		}
-		if mac, ok := ClaimFrame(buf[:n], w.vip); ok {
-			return mac, nil
+		if c, ok := ClaimFrame(buf[:n], w.vip); ok {
+			return c, nil
 		}
 	}
 }
@@ -98,25 +98,27 @@ func (w *arpWire) Read() (net.HardwareAddr, error) {
 // ClaimFrame returns the host claiming vip in an Ethernet frame: an ARP
 // packet whose sender protocol address is vip (ClaimARP). Anything else,
 // a frame that does not parse included, claims nothing.
-func ClaimFrame(b []byte, vip netip.Addr) (net.HardwareAddr, bool) {
+func ClaimFrame(b []byte, vip netip.Addr) (Claim, bool) {
 	var f ethernet.Frame
 	if f.UnmarshalBinary(b) != nil || f.EtherType != ethernet.EtherTypeARP {
-		return nil, false
+		return Claim{}, false
 	}
 	var p arp.Packet
 	if p.UnmarshalBinary(f.Payload) != nil {
-		return nil, false
+		return Claim{}, false
 	}
 	return ClaimARP(&p, vip)
 }
 
 // ClaimARP returns the host claiming vip in an ARP packet: its sender, when
 // the sender protocol address is vip (a probe's sender address is 0.0.0.0).
-func ClaimARP(p *arp.Packet, vip netip.Addr) (net.HardwareAddr, bool) {
+// A gratuitous ARP (target address vip too) is an announcement; an answer
+// to a probe is addressed to the prober's 0.0.0.0.
+func ClaimARP(p *arp.Packet, vip netip.Addr) (Claim, bool) {
 	if p.SenderIP != vip || allZero(p.SenderHardwareAddr) {
-		return nil, false
+		return Claim{}, false
 	}
-	return p.SenderHardwareAddr, true
+	return Claim{MAC: p.SenderHardwareAddr, Announced: p.TargetIP == vip}, true
 }
 
 func (w *arpWire) Close() error { return w.c.Close() }

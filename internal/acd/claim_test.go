@@ -32,8 +32,12 @@ func TestProbesAreNotClaims(t *testing.T) {
 
 func TestClaims(t *testing.T) {
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
-	if mac, ok := ClaimARP(reply, vip); !ok || mac.String() != foreign.String() {
-		t.Fatalf("the answer to a probe: %v %v", mac, ok)
+	if c, ok := ClaimARP(reply, vip); !ok || c.MAC.String() != foreign.String() || c.Announced {
+		t.Fatalf("the answer to a probe: %+v %v", c, ok)
+	}
+	garp, _ := arp.NewPacket(arp.OperationRequest, foreign, vip, ethernet.Broadcast, vip)
+	if c, ok := ClaimARP(garp, vip); !ok || c.MAC.String() != foreign.String() || !c.Announced {
+		t.Fatalf("a gratuitous ARP: %+v %v; want an announcement", c, ok)
 	}
 	other, _ := arp.NewPacket(arp.OperationReply, foreign, netip.MustParseAddr("192.0.2.1"), selfMAC, vip)
 	if _, ok := ClaimARP(other, vip); ok {
@@ -41,8 +45,12 @@ func TestClaims(t *testing.T) {
 	}
 	na := &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6,
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: foreign}}}
-	if mac, ok := ClaimNDP(na, vip6); !ok || mac.String() != foreign.String() {
-		t.Fatalf("a neighbour advertisement: %v %v", mac, ok)
+	if c, ok := ClaimNDP(na, vip6); !ok || c.MAC.String() != foreign.String() || c.Announced {
+		t.Fatalf("a solicited neighbour advertisement: %+v %v", c, ok)
+	}
+	na.Solicited = false
+	if c, ok := ClaimNDP(na, vip6); !ok || !c.Announced {
+		t.Fatalf("an unsolicited neighbour advertisement: %+v %v; want an announcement", c, ok)
 	}
 	na.Options = nil
 	if _, ok := ClaimNDP(na, vip6); ok {
@@ -100,9 +108,9 @@ func TestMalformedFramesDoNotEndTheWire(t *testing.T) {
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
 	q := queue{malformed(t), {1, 2, 3}, malformed(t), frame(t, reply)}
 	w := &arpWire{pc: &q, vip: vip}
-	mac, err := w.Read()
-	if err != nil || mac.String() != foreign.String() {
-		t.Fatalf("read %v, %v; want %v after the malformed frames", mac, err, foreign)
+	c, err := w.Read()
+	if err != nil || c.MAC.String() != foreign.String() {
+		t.Fatalf("read %v, %v; want %v after the malformed frames", c.MAC, err, foreign)
 	}
 }
 
@@ -127,7 +135,8 @@ func FuzzClaims(f *testing.F) {
 	f.Add(nb[:len(nb)-3])
 	v4, v6 := vip.As4(), vip6.As16()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if mac, ok := ClaimFrame(b, vip); ok {
+		if c, ok := ClaimFrame(b, vip); ok {
+			mac := c.MAC
 			hlen := 0
 			if len(b) > 18 {
 				hlen = int(b[18])
@@ -136,8 +145,12 @@ func FuzzClaims(f *testing.F) {
 				!bytes.Equal(b[22+hlen:22+hlen+4], v4[:]) || !bytes.Equal(mac, b[22:22+hlen]) || allZero(mac) {
 				t.Fatalf("claim %v from frame %x", mac, b)
 			}
+			if c.Announced != bytes.Equal(b[22+2*hlen+4:22+2*hlen+8], v4[:]) {
+				t.Fatalf("announced %v from frame %x: an announcement is one whose target is the VIP too", c.Announced, b)
+			}
 		}
-		if mac, ok := ClaimMessage(b, vip6); ok {
+		if c, ok := ClaimMessage(b, vip6); ok {
+			mac := c.MAC
 			if len(b) < 24 || b[0] != 136 || !bytes.Equal(b[8:24], v6[:]) || len(mac) == 0 || allZero(mac) {
 				t.Fatalf("claim %v from message %x", mac, b)
 			}

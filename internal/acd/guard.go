@@ -30,13 +30,29 @@ const (
 	DefendInterval = 10 * time.Second
 )
 
+// DefendWaitFor is Guard.DefendWait for a group whose master advertises
+// every advert/sends: a router of ours that took the VIP on lost
+// advertisements hears our next one within that, and lets go 100 ms later
+// (vrrp's handover grace); 100 ms more of margin.
+func DefendWaitFor(advert time.Duration, sends int) time.Duration {
+	return advert/time.Duration(max(1, sends)) + 200*time.Millisecond
+}
+
+// Claim is a host claiming a VIP in a frame.
+type Claim struct {
+	MAC net.HardwareAddr
+	// Announced: it told the segment (a gratuitous ARP, an unsolicited
+	// neighbour advertisement), the neighbours heard it; not an answer to
+	// a probe, which only the prober hears.
+	Announced bool
+}
+
 // Wire probes the segment for one VIP and reads who claims it.
 type Wire interface {
 	// Probe asks the segment who has the VIP.
 	Probe() error
-	// Read returns the hardware address of the next host that answered
-	// for the VIP or announced it.
-	Read() (net.HardwareAddr, error)
+	// Read returns the next host that answered for the VIP or announced it.
+	Read() (Claim, error)
 	Close() error
 }
 
@@ -92,15 +108,26 @@ type Guard struct {
 	refreshed time.Time // the latest Identity refresh of a round; under mu
 
 	// Contested, when set, is called when another router of our group
-	// announced or answered for a VIP this node should hold, at most once
-	// a ProbeEvery per VIP (set before Run): the neighbours that heard it
-	// now send to that router. The holder announces the VIP again
-	// (l2.Announcer.Contested); a lost advertisement must not leave them
-	// there after that router stepped back.
+	// announced a VIP this node should hold, at most once a ProbeEvery per
+	// VIP (set before Run): the neighbours that heard it now send to that
+	// router. The holder announces the VIP again (l2.Announcer.Contested);
+	// a lost advertisement must not leave them there after that router
+	// stepped back. Its answers to our probes reach only us: nothing to
+	// win back.
 	Contested func(vip netip.Addr)
+	// Defend, when set, is called when this node defends a VIP it holds
+	// against another host's first answer (RFC 5227 section 2.4 (b)): it
+	// announces the VIP again (l2.Announcer.Defend). Set before Run.
+	Defend func(vip netip.Addr)
+	// DefendWait is how long after a defence the guard sends no probe for
+	// the VIP (vipState.nextProbe): a router of ours that took it on lost
+	// advertisements, its MAC unknown to us, lets go once it hears our next
+	// advertisement and its grace is over. Set before Run.
+	DefendWait time.Duration
 
-	// Detected counts conflicts reported (one per episode).
-	Detected atomic.Uint64
+	// Detected counts conflicts reported (one per episode); Defended, the
+	// defences against a first answer.
+	Detected, Defended atomic.Uint64
 }
 
 type vipState struct {
@@ -205,12 +232,13 @@ func (g *Guard) free(vip netip.Addr, s *vipState) bool {
 }
 
 // Observe records that mac answered for vip or announced it.
-func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
+func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	if g.settling() {
 		return
 	}
+	mac := c.MAC
 	if g.id.Ours(mac) {
-		if !g.id.Self(mac) {
+		if c.Announced && !g.id.Self(mac) {
 			g.contest(vip)
 		}
 		return
@@ -242,8 +270,9 @@ func (g *Guard) Observe(vip netip.Addr, mac net.HardwareAddr) {
 	if defend {
 		g.log.Warn("Another host answered for the VIP: defending it (RFC 5227), releasing it if it answers again", "address", vip,
 			"mac", mac.String(), "within", DefendInterval)
-		if g.Contested != nil {
-			g.Contested(vip)
+		g.Defended.Add(1)
+		if g.Defend != nil {
+			g.Defend(vip)
 		}
 	}
 	if want {

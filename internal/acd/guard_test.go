@@ -26,10 +26,10 @@ type fakeWire struct {
 	probes int
 }
 
-func (w *fakeWire) Probe() error                    { w.mu.Lock(); w.probes++; w.mu.Unlock(); return nil }
-func (w *fakeWire) Read() (net.HardwareAddr, error) { select {} }
-func (w *fakeWire) Close() error                    { return nil }
-func (w *fakeWire) count() int                      { w.mu.Lock(); defer w.mu.Unlock(); return w.probes }
+func (w *fakeWire) Probe() error         { w.mu.Lock(); w.probes++; w.mu.Unlock(); return nil }
+func (w *fakeWire) Read() (Claim, error) { select {} }
+func (w *fakeWire) Close() error         { return nil }
+func (w *fakeWire) count() int           { w.mu.Lock(); defer w.mu.Unlock(); return w.probes }
 
 type fakeIdentity struct{}
 
@@ -100,8 +100,8 @@ func TestOwnAndMembersAnswersAreNoConflict(t *testing.T) {
 	h := newHarness()
 	h.g.Verdict(vip, false, false)
 	h.advance(0)
-	h.g.Observe(vip, selfMAC)
-	h.g.Observe(vip, member) // a master handing over still holds the VIP
+	h.g.Observe(vip, Claim{MAC: selfMAC})
+	h.g.Observe(vip, Claim{MAC: member}) // a master handing over still holds the VIP
 	h.now = h.now.Add(AnswerWait)
 	if !(h.g.Verdict(vip, true, false) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("ours and members' answers blocked the VIP: %v", h.g.Conflicts())
@@ -112,7 +112,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h := newHarness()
 	h.g.Verdict(vip, false, false)
 	h.advance(0)
-	h.g.Observe(vip, foreign) // answers the backup's probe
+	h.g.Observe(vip, Claim{MAC: foreign}) // answers the backup's probe
 	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("elected while another host answers: must not bind")
 	}
@@ -126,7 +126,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 		t.Fatalf("blocked: %d probes, next in %v; want 2 and %v", h.w.count(), next.Sub(h.now), AnswerWait)
 	}
 	h.now = h.now.Add(time.Millisecond)
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	h.advance(AnswerWait - time.Millisecond)
 	if h.g.Verdict(vip, true, false) == bind.Clear {
 		t.Fatal("answered again: must stay blocked")
@@ -159,7 +159,7 @@ func TestForeignClaimWhileHoldingReleases(t *testing.T) {
 	if !(h.g.Verdict(vip, true, false) != bind.Claimed) {
 		t.Fatal("not allowed")
 	}
-	h.g.Observe(vip, foreign) // its gratuitous ARP
+	h.g.Observe(vip, Claim{MAC: foreign}) // its gratuitous ARP
 	if h.changed != 1 || (h.g.Verdict(vip, true, false) != bind.Claimed) {
 		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.changed)
 	}
@@ -175,7 +175,7 @@ func TestUnknownVIPIsAllowed(t *testing.T) {
 func TestSettleThenForgetMembers(t *testing.T) {
 	h := newHarness()
 	h.g.Settle, h.g.started = time.Second, h.now
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	if next := h.advance(0); h.w.count() != 0 || len(h.g.Conflicts()) != 0 || !next.Equal(h.g.started.Add(time.Second)) {
 		t.Fatalf("settling: %d probes, conflicts %v, next %v", h.w.count(), h.g.Conflicts(), next)
 	}
@@ -184,7 +184,7 @@ func TestSettleThenForgetMembers(t *testing.T) {
 		t.Fatalf("settled: %d probes, want 1", h.w.count())
 	}
 	// A member's answer judged before its advertisement named it.
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	h.g.id = memberToo{}
 	h.advance(0)
 	if len(h.g.Conflicts()) != 0 {
@@ -219,7 +219,7 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 // wire stopped working stayed, and the VIP with it, for good.
 func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 	h := newHarness()
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("verdict %v, want claimed", v)
 	}
@@ -276,31 +276,33 @@ func TestUncheckedWakesTheLoop(t *testing.T) {
 }
 
 // A member announcing a VIP this node should hold is contested (the
-// holder announces again), once a ProbeEvery; our own frames, a VIP this
-// node should not hold, and a stranger (a conflict) are not.
+// holder announces again), once a ProbeEvery; its answers to our probes
+// (only we hear them), our own frames, a VIP this node should not hold,
+// and a stranger (a conflict) are not.
 func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 	h := newHarness()
 	var contested []netip.Addr
 	h.g.Contested = func(v netip.Addr) { contested = append(contested, v) }
-	h.g.Observe(vip, member)
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	if len(contested) != 0 {
 		t.Fatalf("contested %v while this node should not hold the VIP", contested)
 	}
-	h.g.Verdict(vip, true, false)
-	h.g.Observe(vip, selfMAC)
-	h.g.Observe(vip, member)
-	h.g.Observe(vip, member)
+	h.g.Verdict(vip, true, true)
+	h.g.Observe(vip, Claim{MAC: selfMAC, Announced: true})
+	h.g.Observe(vip, Claim{MAC: member}) // an answer to our probe
+	if len(contested) != 0 {
+		t.Fatalf("contested %v on our own frame or a member's answer to our probe", contested)
+	}
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	if len(contested) != 1 || contested[0] != vip {
 		t.Fatalf("contested %v; want %v once", contested, vip)
 	}
 	h.advance(ProbeEvery)
-	h.g.Observe(vip, member)
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
+	h.g.Observe(vip, Claim{MAC: foreign, Announced: true})
 	if len(contested) != 2 {
 		t.Fatalf("contested %d times; want 2: again after ProbeEvery, not for a stranger", len(contested))
-	}
-	if h.g.Verdict(vip, true, false) != bind.Claimed {
-		t.Fatal("a stranger's answer is still a conflict")
 	}
 }
 
@@ -311,22 +313,29 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	h := newHarness()
 	defences := 0
-	h.g.Contested = func(netip.Addr) { defences++ }
+	h.g.Defend = func(netip.Addr) { defences++ }
+	h.g.DefendWait = 700 * time.Millisecond
 	h.g.Verdict(vip, true, true)
 	h.advance(0) // a probe, unanswered
 	h.advance(AnswerWait)
 	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
 		t.Fatalf("verdict %v before any answer", v)
 	}
-	h.g.Observe(vip, foreign) // a backup's gratuitous ARP before its advertisement, say
+	h.g.Observe(vip, Claim{MAC: foreign}) // a backup's gratuitous ARP before its advertisement, say
 	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 1 {
 		t.Fatalf("after one answer: %v, %d defences; want defended, 1", v, defences)
 	}
 	if len(h.g.Conflicts()) != 0 {
 		t.Fatal("a defended answer is not a reported conflict")
 	}
+	// No probe while the host we defended against may still let go: our
+	// probe would make its second answer.
+	probes := h.w.count()
+	if next := h.advance(0); h.w.count() != probes || next.Before(h.now.Add(h.g.DefendWait)) {
+		t.Fatalf("probed (%d→%d) or next probe at %v, before DefendWait %v", probes, h.w.count(), next.Sub(h.now), h.g.DefendWait)
+	}
 	h.advance(time.Second)
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	if v := h.g.Verdict(vip, true, true); v != bind.Claimed || defences != 1 {
 		t.Fatalf("after a second answer: %v, %d defences; want claimed, 1", v, defences)
 	}
@@ -342,15 +351,15 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
 		t.Fatalf("verdict %v after the other host went quiet", v)
 	}
-	h.g.Observe(vip, foreign)
+	h.g.Observe(vip, Claim{MAC: foreign})
 	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 2 {
 		t.Fatalf("after DefendInterval: %v, %d defences; want defended, 2", v, defences)
 	}
 
 	u := newHarness() // elected, not bound: never bound while another host answers
-	u.g.Contested = func(netip.Addr) { t.Fatal("defended a VIP this node does not hold") }
+	u.g.Defend = func(netip.Addr) { t.Fatal("defended a VIP this node does not hold") }
 	u.g.Verdict(vip, true, false)
-	u.g.Observe(vip, foreign)
+	u.g.Observe(vip, Claim{MAC: foreign})
 	if v := u.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("verdict %v for a VIP not bound another host answers for", v)
 	}

@@ -160,7 +160,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	k.Heard(peerA)
 	h.advance(0)
 	h.advance(AnswerWait) // a probe went unanswered
-	h.g.Observe(vip, member)
+	h.g.Observe(vip, Claim{MAC: member})
 	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("before the member's entry: %v, want claimed", v)
 	}
@@ -188,7 +188,7 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	k, _ := newKnown()
 	h.g.id = k
 	h.g.Verdict(vip, false, false) // a backup
-	h.g.Observe(vip, member)
+	h.g.Observe(vip, Claim{MAC: member})
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("reported %v before it mattered", h.g.Conflicts())
 	}
@@ -198,9 +198,9 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("a member's claim: %v, detected %d", h.g.Conflicts(), h.g.Detected.Load())
 	}
-	h.g.Observe(vip, foreign)
-	h.advance(ProbeEvery)     // a probe goes out
-	h.g.Observe(vip, foreign) // and is answered
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.advance(ProbeEvery)                 // a probe goes out
+	h.g.Observe(vip, Claim{MAC: foreign}) // and is answered
 	if len(h.g.Conflicts()) != 1 || h.g.Detected.Load() != 1 {
 		t.Fatalf("a stranger that answered our probe: %v, detected %d; want it reported", h.g.Conflicts(), h.g.Detected.Load())
 	}

@@ -56,42 +56,43 @@ func Probe6(mac net.HardwareAddr, vip netip.Addr) *ndp.NeighborSolicitation {
 
 // Read implements Wire. A message that does not parse is skipped, never
 // an error that would close the wire (arpWire.Read says why).
-func (w *ndpWire) Read() (net.HardwareAddr, error) {
+func (w *ndpWire) Read() (Claim, error) {
 	buf := make([]byte, 1500)
 	for {
 		n, _, _, err := w.c.ReadRaw(buf)
 		if err != nil {
-			return nil, err
+			return Claim{}, err
 		}
-		if mac, ok := ClaimMessage(buf[:n], w.vip); ok {
-			return mac, nil
+		if c, ok := ClaimMessage(buf[:n], w.vip); ok {
+			return c, nil
 		}
 	}
 }
 
 // ClaimMessage returns the host claiming vip in an ICMPv6 message
 // (ClaimNDP); one that does not parse claims nothing.
-func ClaimMessage(b []byte, vip netip.Addr) (net.HardwareAddr, bool) {
+func ClaimMessage(b []byte, vip netip.Addr) (Claim, bool) {
 	m, err := ndp.ParseMessage(b)
 	if err != nil {
-		return nil, false
+		return Claim{}, false
 	}
 	return ClaimNDP(m, vip)
 }
 
 // ClaimNDP returns the host claiming vip in an NDP message: the target
-// link-layer address of a neighbour advertisement for vip.
-func ClaimNDP(m ndp.Message, vip netip.Addr) (net.HardwareAddr, bool) {
+// link-layer address of a neighbour advertisement for vip. One not
+// solicited is an announcement.
+func ClaimNDP(m ndp.Message, vip netip.Addr) (Claim, bool) {
 	na, ok := m.(*ndp.NeighborAdvertisement)
 	if !ok || na.TargetAddress != vip {
-		return nil, false
+		return Claim{}, false
 	}
 	for _, o := range na.Options {
 		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target && !allZero(l.Addr) {
-			return l.Addr, true
+			return Claim{MAC: l.Addr, Announced: !na.Solicited}, true
 		}
 	}
-	return nil, false
+	return Claim{}, false
 }
 
 func (w *ndpWire) Close() error { return w.c.Close() }

@@ -71,7 +71,7 @@ func (g *Guard) Round() time.Time {
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
-		if !s.nextProbe().After(now) {
+		if !s.nextProbe(g.DefendWait).After(now) {
 			due = append(due, vip)
 		}
 	}
@@ -105,7 +105,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	}
 	for _, s := range g.vips {
 		g.settle(s)
-		soonest(s.nextProbe())
+		soonest(s.nextProbe(g.DefendWait))
 		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
 			if end := s.probed.Add(AnswerWait); end.After(now) {
 				soonest(end)
@@ -124,7 +124,15 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // unanswered since the link changed. Counted from the latest
 // attempt: a wire that is closed or failing is tried again on the same
 // schedule, not at once.
-func (s *vipState) nextProbe() time.Time {
+//
+// After a defence, none for defendWait: the host we defended against, when
+// it is a router of our group that took the VIP on lost advertisements,
+// still answers until it hears our advertisement and lets go; our own
+// probe would make that its second answer.
+func (s *vipState) nextProbe(defendWait time.Duration) time.Time {
+	if s.claim != nil && s.claim.defended() {
+		return later(s.tried.Add(BlockedEvery), s.claim.defence.Add(defendWait))
+	}
 	if s.want && (s.claim != nil || !s.checked) {
 		return s.tried.Add(BlockedEvery)
 	}
@@ -189,14 +197,14 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 		}
 		g.kick()
 		for {
-			mac, err := w.Read()
+			c, err := w.Read()
 			if err != nil {
 				if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 					g.failed(vip, "Reading conflict probe answers failed", err)
 				}
 				break
 			}
-			g.Observe(vip, mac)
+			g.Observe(vip, c)
 		}
 		g.Attach(vip, nil)
 		w.Close()
@@ -241,4 +249,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

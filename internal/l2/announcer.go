@@ -112,15 +112,29 @@ func (a *Announcer) SetGARP(repeat int, refresh time.Duration) {
 // router. When the election, caught up with what the kernel queued, still
 // has this node as the master holding vip, it announces vip again.
 func (a *Announcer) Contested(vip netip.Addr) {
+	a.again(vip, true, "Another router of our group announced the VIP: announcing it again")
+}
+
+// Defend is told that this node defends vip against another host's answer
+// (acd.Guard.Defend, RFC 5227): it announces vip again, as Contested does,
+// however long it has been the master.
+func (a *Announcer) Defend(vip netip.Addr) {
+	a.again(vip, false, "Defending the VIP: announcing it again")
+}
+
+// again announces vip again once the election has read what the kernel
+// queued, if this node is still its master then and still wants it (and,
+// with contest, has been the master for a while).
+func (a *Announcer) again(vip netip.Addr, contest bool, msg string) {
 	ctx := a.running.Load()
 	if ctx == nil {
 		return
 	}
 	go func() {
-		if !a.caughtUp(*ctx, vip, time.Now()) || !a.leading() || (a.opts.Contests != nil && !a.opts.Contests()) {
+		if !a.caughtUp(*ctx, vip, time.Now()) || !a.leading() || (contest && a.opts.Contests != nil && !a.opts.Contests()) {
 			return
 		}
-		a.log.Info("Another router of our group announced the VIP: announcing it again", "address", vip)
+		a.log.Info(msg, "address", vip)
 		a.loop.Again(vip)
 	}()
 }
@@ -213,8 +227,8 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 		if !a.loop.Wanted(vip) || !a.leading() { // let go; the step that stops the burst follows
 			return
 		}
-		if sent > 0 && time.Since(due) > lateRepeat && !a.caughtUp(ctx, vip, time.Now()) {
-			return
+		if sent > 0 && time.Since(due) > lateRepeat && (!a.caughtUp(ctx, vip, time.Now()) || !a.leading()) {
+			return // caught up, the election may have made us a backup (a handover keeps the VIP wanted)
 		}
 		if sent == 0 && a.opts.Self != nil {
 			if self := a.opts.Self(vip); self.IsValid() {

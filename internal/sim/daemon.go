@@ -54,6 +54,8 @@ type daemon struct {
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	linkUp  bool
+	// masterSince: when the core last became master; zero: it is not.
+	masterSince time.Time
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	// frozenUntil: the process does not run until then (freeze.go); what
@@ -83,6 +85,9 @@ func (h *host) start() *daemon {
 		d.guard = acd.NewGuard(vips, nil, d.known, func() { d.poke("guard") }, func() time.Time { return s.w.now },
 			log.With("component", "acd"))
 		d.guard.Settle = h.cfg.AdvertInterval * 3 / 2
+		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
+		d.guard.Contested = func(vip netip.Addr) { d.announceAgain(vip, true) }
+		d.guard.Defend = func(vip netip.Addr) { d.announceAgain(vip, false) }
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
@@ -230,7 +235,7 @@ func (d *daemon) burst(vip netip.Addr) {
 	var send func(left, try int)
 	send = func(left, try int) {
 		switch {
-		case d.bursts[vip] != gen || !d.wanted(vip):
+		case d.bursts[vip] != gen || !d.wanted(vip) || (h.role == ours && !d.leading()):
 			// l2.Announcer.burst: a late repeat (a freeze) waits until the
 			// election read what was queued, then asks this: here the
 			// held events run after the queued packets (freeze.go).
@@ -372,7 +377,7 @@ func (d *daemon) handle(f frame) {
 		d.core.Receive(f.adv, f.ip, now)
 	case claim:
 		if d.guard != nil && !now.Before(d.wireDown) && d.index == d.h.index {
-			d.guard.Observe(f.vip, f.mac)
+			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
 		}
 	case malformed:
 		// The wire parses frames itself and skips what does not parse
@@ -469,7 +474,32 @@ func (o output) Decide(hold bool) {
 	o.d.poke("decide")
 }
 
-func (o output) Changed(from, to vrrp.State, reason string, _ time.Time) {}
+func (o output) Changed(_, to vrrp.State, _ string, now time.Time) {
+	o.d.masterSince = time.Time{}
+	if to == vrrp.Master {
+		o.d.masterSince = now
+	}
+}
+
+// leading is l2.Options.Leading (vrrp.Elector.Leading): only the master
+// announces.
+func (d *daemon) leading() bool { return !d.masterSince.IsZero() }
+
+// announceAgain is l2.Announcer.Contested (contest) and Defend: vip is
+// announced again if this node is its master (for more than 4 intervals,
+// to contest: vrrp.Elector.Established) and wants it. The election has
+// read what was queued: the sim runs queued packets first (freeze.go).
+func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
+	if !d.leading() || (contest && d.h.s.w.now.Sub(d.masterSince) < 4*d.cfg.AdvertInterval) {
+		return
+	}
+	for p, hold := range d.desired {
+		if p.Addr() == vip && hold {
+			d.again[p] = true
+			d.poke("announce again")
+		}
+	}
+}
 
 // wire is a conflict-check wire on the segment (acd.Wire).
 type wire struct {
@@ -487,8 +517,8 @@ func (w wire) Probe() error {
 	w.d.probes = append(w.d.probes, w.vip)
 	return nil
 }
-func (w wire) Read() (net.HardwareAddr, error) { return nil, net.ErrClosed }
-func (w wire) Close() error                    { return nil }
+func (w wire) Read() (acd.Claim, error) { return acd.Claim{}, net.ErrClosed }
+func (w wire) Close() error             { return nil }
 
 // kernel is the host's interface addresses as the reconciler sees them:
 // those of the interface that exists now.

@@ -21,7 +21,7 @@ type Metrics struct {
 	failOpen                           *prometheus.Desc
 	checks, transitions, actions, drop *prometheus.Desc
 	sendFailures                       *prometheus.Desc
-	conflict, conflicts                *prometheus.Desc
+	conflict, conflicts, defences      *prometheus.Desc
 }
 
 // NewMetrics builds a registry with our collector and the Go and process collectors.
@@ -45,6 +45,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 			[]string{"kind"}, nil),
 		conflict:  prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
 		conflicts: prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
+		defences:  prometheus.NewDesc(ns+"_address_defences_total", "Times this node defended a VIP it held against another host's first answer (RFC 5227: announced it again; a second answer within 10 s is a conflict).", nil, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -56,7 +57,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts} {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences} {
 		ch <- d
 	}
 }
@@ -78,6 +79,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.Mode == "l2" {
 		counter(m.conflicts, s.ConflictsDetected)
+		counter(m.defences, s.ConflictsDefended)
 	}
 	gauge(m.failOpen, boolf(s.FailOpen.InForce))
 	for _, v := range s.VRRP {

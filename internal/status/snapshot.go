@@ -23,7 +23,10 @@ type Snapshot struct {
 	SendFailures map[string]uint64 `json:"send_failures"`
 	// ConflictsDetected counts the times another host was found answering
 	// for a VIP (L2 address conflict detection).
-	ConflictsDetected uint64       `json:"conflicts_detected"`
+	ConflictsDetected uint64 `json:"conflicts_detected"`
+	// ConflictsDefended counts the times this node defended a VIP it held
+	// against another host's first answer (RFC 5227: announced it again).
+	ConflictsDefended uint64       `json:"conflicts_defended"`
 	Transitions       []Transition `json:"transitions"`
 }
 
