@@ -52,7 +52,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
 		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
-		HealthHungAfter: time.Second, FailThreshold: 3, RiseThreshold: 1,
+		HealthHungAfter: 500 * time.Millisecond, FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", TLSServerName: "kubernetes", Mode: ModeL2, VRID: 51,
 		Priority: 100, AdvertInterval: time.Second, AdvertsPerInterval: 2, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,

@@ -38,8 +38,8 @@ func stressConditions() []stressCondition {
 	out = append(out,
 		stressCondition{name: "holder's CPU starved (0.2 CPU, two busy loops beside)",
 			run: func(ctx context.Context, s *stressLab) error { return s.starve(ctx, 0, 20) }},
-		stressCondition{name: "holder's memory nearly exhausted (64 MiB above its use, 56 of them held)",
-			run: func(ctx context.Context, s *stressLab) error { return s.squeeze(ctx, 64, 8) }},
+		stressCondition{name: "holder's memory under pressure (32 MiB held beside, its page cache cut to three quarters)",
+			run: func(ctx context.Context, s *stressLab) error { return s.squeeze(ctx, 32, 75) }},
 		stressCondition{name: "holder's apiserver overloaded (8 clients LISTing 20 MB)",
 			run: func(ctx context.Context, s *stressLab) error { return s.overload(ctx, []int{0}, 8) }},
 		stressCondition{name: "every apiserver overloaded (8 clients LISTing 20 MB each)",
@@ -218,30 +218,19 @@ func (s *stressLab) starve(ctx context.Context, i, pctCPU int) error {
 	return nil
 }
 
-// squeeze leaves node 0's processes (etcd, the apiserver, our daemons:
-// born in its memory cgroup, newStressLab) headroom MiB of memory above what
-// they use, and fills all but spare MiB of it with a process that keeps
-// touching its pages (test/tools/memhog, the first the OOM killer takes):
-// with no swap, what the kernel can reclaim for them is their file pages —
-// their code, etcd's mmapped database — read again and again. Until ctx
-// ends; then the limit goes.
-func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
+// squeeze puts node 0's processes (etcd, the apiserver, our daemons: born
+// in its memory cgroup, running from copies of their programs that only
+// they read, newStressLab) under memory pressure: a process beside them
+// holds holdMB MiB and keeps touching it (test/tools/memhog, the first the
+// OOM killer takes), then the cgroup's limit leaves them all their
+// anonymous memory and keepPct % of their page cache. With no swap, the
+// kernel reclaims the rest of their file pages — their code, etcd's
+// mmapped database — which they read again and again (major faults,
+// counted). Until ctx ends; then the limit goes.
+func (s *stressLab) squeeze(ctx context.Context, holdMB, keepPct int) error {
 	dir := s.cgroup(0, "memory")
 	write := func(file, v string) error { return os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644) }
-	b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
-	if err != nil {
-		return err
-	}
-	used, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return err
-	}
-	limit := used + int64(headroom)<<20
-	if err := write("memory.limit_in_bytes", strconv.FormatInt(limit, 10)); err != nil {
-		return err
-	}
-	defer func() { _ = write("memory.limit_in_bytes", "-1") }()
-	hog, err := s.nodes[0].StartQuiet("memhog", nil, s.tools.memhog, "-mb", strconv.Itoa(headroom-spare), "-oom-score-adj", "1000")
+	hog, err := s.nodes[0].StartQuiet("memhog", nil, s.tools.memhog, "-mb", strconv.Itoa(holdMB), "-oom-score-adj", "1000")
 	if err != nil {
 		return err
 	}
@@ -249,8 +238,25 @@ func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
 	if _, err := hog.WaitLine(10*time.Second, 0, "memhog: holding"); err != nil {
 		return fmt.Errorf("memhog: %w: %s", err, hog.Output())
 	}
-	s.t.Logf("node %s: memory limit %d MiB, its processes used %d MiB, memhog holds %d MiB of the rest",
-		s.nodes[0].Name, limit>>20, used>>20, headroom-spare)
+	before, err := memoryStat(dir)
+	if err != nil {
+		return err
+	}
+	limit := before["rss"] + before["cache"]*int64(keepPct)/100
+	// The kernel reclaims down to the new limit before it takes it (EBUSY
+	// when it cannot: anonymous memory grew meanwhile); a few tries.
+	for try := 0; ; try++ {
+		if err = write("memory.limit_in_bytes", strconv.FormatInt(limit, 10)); err == nil || try == 4 {
+			break
+		}
+		limit += 4 << 20
+	}
+	if err != nil {
+		return fmt.Errorf("setting the memory limit to %d MiB: %w", limit>>20, err)
+	}
+	defer func() { _ = write("memory.limit_in_bytes", "-1") }()
+	s.t.Logf("node %s: memory limit %d MiB: anonymous %d MiB (memhog %d of it), page cache %d MiB cut to %d %%",
+		s.nodes[0].Name, limit>>20, before["rss"]>>20, holdMB, before["cache"]>>20, keepPct)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -263,9 +269,26 @@ func (s *stressLab) squeeze(ctx context.Context, headroom, spare int) error {
 			}
 		}
 	}
-	b, _ = os.ReadFile(filepath.Join(dir, "memory.failcnt"))
-	s.t.Logf("node %s: the memory limit was hit %s times", s.nodes[0].Name, strings.TrimSpace(string(b)))
+	after, _ := memoryStat(dir)
+	b, _ := os.ReadFile(filepath.Join(dir, "memory.failcnt"))
+	s.t.Logf("node %s: under the limit: %d major faults (%d before), the limit hit %s times, page cache %d MiB at the end",
+		s.nodes[0].Name, after["pgmajfault"]-before["pgmajfault"], before["pgmajfault"], strings.TrimSpace(string(b)), after["cache"]>>20)
 	return nil
+}
+
+// memoryStat reads a cgroup v1 memory.stat.
+func memoryStat(dir string) (map[string]int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			out[k], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return out, nil
 }
 
 // cgroup is the cgroup v1 directory of node i's confinement under controller.

@@ -112,6 +112,15 @@ type stressLab struct {
 	per    time.Duration
 	t      *testing.T
 	tools  stressTools
+	bins   []string // our daemon's program on each node, where not the shared one
+}
+
+// binary is our daemon's program on node i.
+func (s *stressLab) binary(i int) string {
+	if i < len(s.bins) {
+		return s.bins[i]
+	}
+	return binary
 }
 
 // stressTools are the helper programs the conditions run, built before
@@ -165,6 +174,19 @@ func newStressLab(t *testing.T) *stressLab {
 	}
 	t.Cleanup(func() { removeCgroup(mem) })
 	c.nodes[0].JoinCgroup(mem)
+	// n1 runs its own copies of the programs, read first by its processes:
+	// their page cache is charged to its cgroup, as on a node of its own
+	// (shared with the other nodes, it was charged to the test's, and
+	// the memory condition could reclaim nothing of n1's).
+	own := t.TempDir()
+	bin0 := lab.RealBinaries{APIServer: filepath.Join(own, "kube-apiserver"), Etcd: filepath.Join(own, "etcd"), Client: c.cp.Bin.Client}
+	s.bins = []string{filepath.Join(own, "novaedge-cpvip")}
+	for src, dst := range map[string]string{c.cp.Bin.APIServer: bin0.APIServer, c.cp.Bin.Etcd: bin0.Etcd, binary: s.bins[0]} {
+		if err := lab.CopyUncached(src, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.cp.UseBinaries(0, bin0)
 	c.startControlPlane(t)
 	for k, cand := range cands {
 		g := &stressGroup{stressCandidate: cand, vip: netip.PrefixFrom(vips[k], 32), vrid: int(vips[k].As4()[3]) - 40, holder: -1}
@@ -179,7 +201,7 @@ func newStressLab(t *testing.T) *stressLab {
 		}
 		g.advert = cfg.AdvertInterval
 		for i, n := range c.nodes {
-			p, err := n.StartQuiet(fmt.Sprintf("%s-g%d", n.Name, k), s.env(g, i), binary, "run")
+			p, err := n.StartQuiet(fmt.Sprintf("%s-g%d", n.Name, k), s.env(g, i), s.binary(i), "run")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +368,7 @@ func (s *stressLab) restart(g *stressGroup, i int) error {
 		p.Kill()
 	}
 	n := s.nodes[i]
-	np, err := n.StartQuiet(p.Name, s.env(g, i), binary, "run")
+	np, err := n.StartQuiet(p.Name, s.env(g, i), s.binary(i), "run")
 	if err != nil {
 		return err
 	}
@@ -468,7 +490,8 @@ func guarded(cond stressCondition, g *stressGroup) bool {
 	return g.env == nil
 }
 
-// keepsAlone says whether group g must never have two holders in cond.
+// keepsAlone says whether group g must never have two holders in cond
+// but for a handover's moment in each move (a false move fails guarded).
 func keepsAlone(cond stressCondition, g *stressGroup) bool {
 	return guarded(cond, g) && cond.freeze == 0
 }
@@ -514,8 +537,8 @@ func TestStress(t *testing.T) {
 			if guarded(cond, g) && r.falseMoves > 0 {
 				t.Errorf("%s, %s: %d false moves (%s)", cond.name, g.name, r.falseMoves, r)
 			}
-			if keepsAlone(cond, g) && r.doubles > 0 {
-				t.Errorf("%s, %s: two holders %s (%s)", cond.name, g.name, r.twoHolders(), r)
+			if keepsAlone(cond, g) && r.doubles > r.moves {
+				t.Errorf("%s, %s: two holders %s, not one handover's each (%s)", cond.name, g.name, r.twoHolders(), r)
 			}
 			falseMoves := strconv.Itoa(r.falseMoves)
 			if cond.real {

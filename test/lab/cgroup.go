@@ -1,12 +1,15 @@
 package lab
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cgroupPIDs lists the processes in the cgroup root and its children.
@@ -87,4 +90,33 @@ func labCgroups(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// CopyUncached copies the file src to dst (mode 0755) and drops dst's
+// pages from the page cache: the first process to read them is charged for
+// them (cgroup v1 charges a page cache page to the cgroup that faulted it
+// in), as a node's own copy of a program is on a real node.
+func CopyUncached(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil { // clean pages: DONTNEED drops only those
+		out.Close()
+		return err
+	}
+	if err := unix.Fadvise(int(out.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -71,7 +71,24 @@ type ControlPlane struct {
 	sans    []netip.Addr
 	etcd    []*Process
 	apis    []*Process
-	started []time.Time // when each apiserver was last started
+	started []time.Time          // when each apiserver was last started
+	nodeBin map[int]RealBinaries // UseBinaries
+}
+
+// UseBinaries makes node i run etcd and the apiserver from b (copies of
+// its own: their pages are charged to the node's memory cgroup).
+func (c *ControlPlane) UseBinaries(i int, b RealBinaries) {
+	if c.nodeBin == nil {
+		c.nodeBin = map[int]RealBinaries{}
+	}
+	c.nodeBin[i] = b
+}
+
+func (c *ControlPlane) binOf(i int) RealBinaries {
+	if b, ok := c.nodeBin[i]; ok {
+		return b
+	}
+	return c.Bin
 }
 
 // NewControlPlane prepares certificates and data directories for nodes; vips
@@ -157,7 +174,7 @@ func (c *ControlPlane) StartEtcd(i int) error {
 	ip := c.nodes[i].IPv4.Addr().String()
 	// --unsafe-no-fsync: the lab's etcd lives in tmpfs-like temp space on a
 	// loaded 2-core VM; fsync stalls there would be the VM's, not etcd's.
-	p, err := c.nodes[i].StartQuiet("etcd-"+c.nodes[i].Name, nil, c.Bin.Etcd,
+	p, err := c.nodes[i].StartQuiet("etcd-"+c.nodes[i].Name, nil, c.binOf(i).Etcd,
 		"--name", c.nodes[i].Name, "--data-dir", filepath.Join(c.dir, "etcd-"+c.nodes[i].Name),
 		"--listen-client-urls", "http://"+ip+":2379,http://127.0.0.1:2379",
 		"--advertise-client-urls", "http://"+ip+":2379",
@@ -181,7 +198,7 @@ func (c *ControlPlane) StartAPIServer(i int) error {
 	if err != nil {
 		return err
 	}
-	args := []string{c.Bin.APIServer,
+	args := []string{c.binOf(i).APIServer,
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--bind-address=::", "--secure-port=6443", "--advertise-address=" + n.IPv4.Addr().String(),
 		"--tls-cert-file=" + cert, "--tls-private-key-file=" + key, "--client-ca-file=" + c.PKI.CAFile,
