@@ -236,7 +236,15 @@ func (s *sim) apply(f fault) {
 		s.malformed(w.now.Add(f.Dur))
 	case fWire:
 		if f.Arg == 1 { // a stranger announces the VIP, then leaves as the wire fails
+			// Twice (a host's announcements come in bursts, RFC 5227's
+			// ANNOUNCE_NUM): one alone a holder defends (acd.Guard), and
+			// the claim this fault is about never forms.
 			s.strangerHolds(true, true)
+			w.after(time.Millisecond, "stranger announces again", func() {
+				for _, v := range s.vips {
+					s.seg.send(frame{kind: claim, from: s.stranger, mac: s.stranger.mac, vip: v.Addr()})
+				}
+			})
 			w.after(50*time.Millisecond, "stranger gone", func() { s.strangerHolds(false, false) })
 		}
 		w.after(time.Duration(f.Arg)*5*time.Millisecond, t.name+" wire fails", func() {

@@ -22,7 +22,7 @@ declare -A invariant=(
   [announce-unbound]="a node announces only a VIP it holds"
   [freeze-pingpong]="a holder frozen past the backups' wait steps back when it runs again"
 )
-declare -A seeds=([1]="1 11 13" [2]="8 15 16" [3]="5 20 71" [4]="2 15 17" [5]="366 471 622" [6]="8 25 26"
+declare -A seeds=([1]="1 11 13" [2]="8 15 16" [3]="5 20 71" [4]="2 15 17" [5]="366 471 950" [6]="8 25 26"
   [announce-unbound]="1 2 3" [freeze-pingpong]="7 8 120")
 missed=0
 for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong; do
