@@ -186,13 +186,16 @@ func (k *kubeLab) upgradeApply(t *testing.T, probe *lab.Process, hm *holderMonit
 			// kubeadm v1.34 runs its CoreDNS checks even with dns.disabled
 			// and fails them when there is no CoreDNS (the lab builds
 			// none): those two are the only checks ignored.
-			out, err := k.kc.Nodes[h].Run("kubeadm", "upgrade", "apply", lab.KubeVersion, "--yes",
-				"--ignore-preflight-errors=CoreDNSUnsupportedPlugins,CoreDNSMigration")
-			t.Logf("kubeadm upgrade apply, last lines:\n%s", tail(out, 30))
+			// Both streams in one, in order: kubeadm says why it failed
+			// on stderr, between the phases it prints on stdout.
+			out, err := k.kc.Nodes[h].Run("sh", "-c", "exec kubeadm upgrade apply "+lab.KubeVersion+
+				" --yes --v=2 --ignore-preflight-errors=CoreDNSUnsupportedPlugins,CoreDNSMigration 2>&1")
 			if err != nil {
 				pods, _ := k.kc.Client(k.client, "pods", "-ns", "kube-system", "-timeout", "5s")
-				t.Fatalf("%v\nkube-system pods:\n%s", err, pods)
+				kubelet, _ := k.kc.Nodes[h].Run("journalctl", "-u", "kubelet", "-n", "40", "--no-pager")
+				t.Fatalf("%v\nkubeadm upgrade apply said:\n%s\nkube-system pods:\n%s\nthe holder's kubelet, last lines:\n%s", err, out, pods, kubelet)
 			}
+			t.Logf("kubeadm upgrade apply, last lines:\n%s", tail(out, 30))
 		}, steady(h))
 }
 
