@@ -183,11 +183,12 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if cfg.ConflictCheck {
 		known = acd.NewKnown(cfg.Peers, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
 	}
-	elector, err := buildVRRP(cfg, ifname, resume, known, log)
+	var guard *acd.Guard
+	ask := func() { guard.ProbeNow() } // with known only, so with a guard
+	elector, err := buildVRRP(cfg, ifname, resume, known, ask, log)
 	if err != nil {
 		return nil, err
 	}
-	var guard *acd.Guard
 	onLink := func() {
 		elector.LinkChanged()
 		if guard != nil {
@@ -207,7 +208,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	events := watchInterface(ctx, ifname, onLink, log)
 	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
-		guard.Contested, guard.Defend = ann.Contested, ann.Defend
+		guard.Contested, guard.Defend, guard.Served = ann.Contested, ann.Defend, elector.Served
 		go guard.Run(ctx)
 	}
 	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
@@ -245,8 +246,10 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(
 }
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and
-// runs one election over them, so one node holds every VIP.
-func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known, log *slog.Logger) (*vrrp.Elector, error) {
+// runs one election over them, so one node holds every VIP. With the
+// conflict check (known), a backup whose master went silent asks the
+// check's wires (ask) whether the master's host still answers for the VIP.
+func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known, ask func(), log *slog.Logger) (*vrrp.Elector, error) {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -263,8 +266,12 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		}
 		conns = append(conns, conn)
 	}
-	inst := vrrp.NewInstance(vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
-		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known)}, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
+	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
+		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known)}
+	if known != nil {
+		vcfg.ServedWait, vcfg.Ask = cfg.RestartWait, ask
+	}
+	inst := vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
 	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
 }
 

@@ -119,6 +119,12 @@ type Guard struct {
 	// against another host's first answer (RFC 5227 section 2.4 (b)): it
 	// announces the VIP again (l2.Announcer.Defend). Set before Run.
 	Defend func(vip netip.Addr)
+	// Served, when set, is called when a router of our group other than
+	// this node answered for a VIP or announced it (set before Run): its
+	// kernel runs and holds the VIP. A backup whose master went silent
+	// waits for it while it does (vrrp's Instance.Served, asked through
+	// ProbeNow). It must not block.
+	Served func()
 	// DefendWait is how long after a defence the guard sends no probe for
 	// the VIP (vipState.nextProbe): a router of ours that took it on lost
 	// advertisements, its MAC unknown to us, lets go once it hears our next
@@ -238,7 +244,13 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	}
 	mac := c.MAC
 	if g.id.Ours(mac) {
-		if c.Announced && !g.id.Self(mac) {
+		if g.id.Self(mac) {
+			return
+		}
+		if g.Served != nil {
+			g.Served()
+		}
+		if c.Announced {
 			g.contest(vip)
 		}
 		return
@@ -383,6 +395,18 @@ func (g *Guard) LinkChanged() {
 	g.mu.Lock()
 	for _, s := range g.vips {
 		s.tried, s.checked, s.failing = time.Time{}, false, time.Time{}
+	}
+	g.mu.Unlock()
+	g.kick()
+}
+
+// ProbeNow probes every VIP at once (vrrp's Ask: a backup whose master
+// went silent asks whether its host still answers for them; the answers
+// reach Served). A VIP defended lately keeps its quiet time (nextProbe).
+func (g *Guard) ProbeNow() {
+	g.mu.Lock()
+	for _, s := range g.vips {
+		s.tried = time.Time{}
 	}
 	g.mu.Unlock()
 	g.kick()

@@ -370,3 +370,36 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 		t.Fatal("a defended VIP bound must be kept")
 	}
 }
+
+// TestProbeNowAndServed: a backup's ask probes at once, however recent the
+// last probe; a member's answer or announcement is Served, ours and a
+// stranger's are not.
+func TestProbeNowAndServed(t *testing.T) {
+	h := newHarness()
+	served := 0
+	h.g.Served = func() { served++ }
+	h.g.Verdict(vip, false, false)
+	h.advance(0)
+	if h.w.count() != 1 {
+		t.Fatalf("%d probes, want 1", h.w.count())
+	}
+	h.g.ProbeNow()
+	h.advance(10 * time.Millisecond)
+	if h.w.count() != 2 {
+		t.Fatalf("asked 10 ms after a probe: %d probes, want 2", h.w.count())
+	}
+	for _, c := range []struct {
+		claim Claim
+		want  int
+	}{
+		{Claim{MAC: member}, 1},
+		{Claim{MAC: member, Announced: true}, 2},
+		{Claim{MAC: selfMAC, Announced: true}, 2},
+		{Claim{MAC: foreign}, 2},
+	} {
+		h.g.Observe(vip, c.claim)
+		if served != c.want {
+			t.Fatalf("after %s (announced %v): served %d times, want %d", c.claim.MAC, c.claim.Announced, served, c.want)
+		}
+	}
+}

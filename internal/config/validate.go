@@ -133,6 +133,8 @@ func (c *Config) validateL2() error {
 		return errorf("AdvertsPerInterval", c.AdvertsPerInterval, "must leave 10ms or more between two advertisements (ADVERT_INTERVAL / ADVERTS_PER_INTERVAL)")
 	case c.GARPRepeat < 1 || c.GARPRepeat > 100:
 		return errorf("GARPRepeat", c.GARPRepeat, "must be 1-100")
+	case c.RestartWait < 0 || c.RestartWait > time.Minute:
+		return errorf("RestartWait", c.RestartWait, "must be 0 (off) to 1m")
 	case c.GARPRefresh != 0 && (c.GARPRefresh < time.Second || c.GARPRefresh > time.Hour):
 		return errorf("GARPRefresh", c.GARPRefresh, "must be 0 (off) or 1s-1h")
 	}

@@ -88,6 +88,7 @@ func (h *host) start() *daemon {
 		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
 		d.guard.Contested = func(vip netip.Addr) { d.announceAgain(vip, true) }
 		d.guard.Defend = func(vip netip.Addr) { d.announceAgain(vip, false) }
+		d.guard.Served = func() { d.core.Served(s.w.now) }
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
@@ -98,8 +99,12 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		d.rec.SetCheck(d.guard)
 	}
+	var servedWait time.Duration // cmd/novaedge-cpvip: asking needs the conflict check's wires
+	if d.guard != nil {
+		servedWait = h.cfg.RestartWait
+	}
 	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
-		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours}, output{d}, log.With("component", "vrrp"))
+		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait}, output{d}, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
 	d.core.SetPrimary(h.ip)
 	d.core.Carrier(h.linked(), s.w.now)
@@ -461,6 +466,14 @@ func (o output) Send(priority uint8) {
 				d.h.s.seg.send(f)
 			}
 		}
+	}
+}
+
+// Ask is the guard's ProbeNow; the probes go out as the timer's event
+// settles (daemon.settle runs the guard's round).
+func (o output) Ask() {
+	if o.d.guard != nil {
+		o.d.guard.ProbeNow()
 	}
 }
 

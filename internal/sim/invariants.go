@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -229,17 +230,28 @@ func (s *sim) expect(f fault, t *host) {
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",
 			start, start.Add(f.Dur + 3*i), stays})
-	case f.What == fFreeze && f.Dur < 2*i-10*time.Millisecond && s.alone(f, f.Dur+3*i):
+	case f.What == fFreeze && f.Dur < max(2*i, s.backupsWait(t)-2*i)-10*time.Millisecond && s.alone(f, f.Dur+3*i):
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a freeze shorter than the backups wait moves nothing",
 			start, start.Add(f.Dur + 3*i), stays})
-	case f.What == fFreeze && f.Dur > 4*i+s.sh.Delay && !t.d.cfg.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
+	case f.What == fFreeze && f.Dur > s.backupsWait(t)+i+s.sh.Delay && !t.d.cfg.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
 		// A backup took over: the node steps back when it runs again, at
 		// once, and does not take the VIP back (no ping-pong).
 		thaw := start.Add(f.Dur)
 		gone := func() bool { return !t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
 			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
+	case f.What == fKill && f.Dur > i && f.Dur < s.backupsWait(t)-3*i-200*time.Millisecond && s.alone(f, f.Dur+3*i) &&
+		reflect.DeepEqual(*t.cfg, *t.d.cfg):
+		// Past the master-down interval, within RESTART_WAIT (less the
+		// intervals of the last advertisement and the asking, and the
+		// restarted daemon's first check): the backups wait for it, its
+		// host answering for the VIP, and it resumes. Not when it restarts
+		// with another configuration than it ran (a reload the daemon could
+		// not apply live: seed 1855, priority 1 from the file, preempted).
+		alone := func() bool { hs := s.holders(vip4.Addr(), false); return len(hs) == 1 && hs[0] == t }
+		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon restarted within the backups' wait keeps the VIP",
+			start, start.Add(f.Dur + 3*i), alone})
 	case f.What == fKill && f.Dur <= i && s.alone(f, f.Dur+3*i):
 		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon whose apiserver stayed healthy leaves no gap",
 			start, start.Add(f.Dur + 3*i), holds})
@@ -258,6 +270,29 @@ func (s *sim) expectFrozenBackup(f fault, t *host) {
 	s.inv.expects = append(s.inv.expects, expectation{"a frozen backup takes nothing from a healthy holder",
 		start, start.Add(f.Dur + 3*s.sh.Interval), func() bool { return h.holds(vip4.Addr()) && !t.holds(vip4.Addr()) }})
 	s.inv.expected++
+}
+
+// backupsWait is how long after t's last advertisement the first backup
+// takes over while t's host still answers for the VIP (its daemon frozen
+// or killed): RESTART_WAIT for ours that ask (a conflict check, a wait
+// longer than the master down interval), 4 intervals (the master down
+// interval and a margin) for a node that does not.
+func (s *sim) backupsWait(t *host) time.Duration {
+	i := s.sh.Interval
+	wait := time.Duration(0)
+	for _, h := range s.group {
+		if h == t || h.d == nil {
+			continue
+		}
+		w := 4 * i
+		if h.role == ours && h.d.guard != nil && h.cfg.RestartWait > 4*i {
+			w = h.cfg.RestartWait
+		}
+		if wait == 0 || w < wait {
+			wait = w
+		}
+	}
+	return wait
 }
 
 // takerBeside says whether a node other than t will take over from it: a

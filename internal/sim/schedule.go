@@ -78,7 +78,10 @@ type shape struct {
 	Unicast    bool // unicast peers (NOVAEDGE_CP_VIP_PEERS) instead of multicast
 	Check      bool // the conflict check
 	Priorities []int
-	Delay      time.Duration // the segment's most delay
+	// RestartWait: RESTART_WAIT, how long backups wait for a silent
+	// master whose host answers for the VIP (0: they do not).
+	RestartWait time.Duration
+	Delay       time.Duration // the segment's most delay
 	Faults     []fault
 	Length     time.Duration // the faults' phase; a quiet tail follows
 }
@@ -116,6 +119,7 @@ func draw(w *world) shape {
 	}
 	// Drawn last: the schedules drawn before it stay what they were.
 	sh.Sends = []int{1, 1, 2, 3}[w.rng.IntN(4)]
+	sh.RestartWait = []time.Duration{4 * time.Second, 4 * time.Second, 0, 1500 * time.Millisecond}[w.rng.IntN(4)]
 	return sh
 }
 

@@ -149,6 +149,7 @@ func (s *sim) envFile(h *host, priority int) map[string]string {
 		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL":      sh.Interval.String(),
 		"NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": strconv.Itoa(map[bool]int{true: sh.Sends, false: 1}[h.role == ours]),
 		"NOVAEDGE_CP_VIP_PREEMPT":              strconv.FormatBool(sh.Preempt),
+		"NOVAEDGE_CP_VIP_RESTART_WAIT":         sh.RestartWait.String(),
 		"NOVAEDGE_CP_VIP_FAIL_OPEN":            strconv.FormatBool(failOpen),
 		"NOVAEDGE_CP_VIP_CONFLICT_CHECK":       strconv.FormatBool(sh.Check && h.role == ours),
 	}
@@ -364,9 +365,9 @@ func (s *sim) holders(vip netip.Addr, running bool) []*host {
 
 // String describes the run's group.
 func (sh shape) String() string {
-	return fmt.Sprintf("%d nodes%s, advert %v (%d a interval), fail open %v, preempt %v, dual stack %v, unicast %v, conflict check %v, priorities %v, delay ≤ %v",
+	return fmt.Sprintf("%d nodes%s, advert %v (%d a interval), fail open %v, preempt %v, dual stack %v, unicast %v, conflict check %v, restart wait %v, priorities %v, delay ≤ %v",
 		sh.Nodes, map[bool]string{true: " + a keepalived-like member"}[sh.Keepalived], sh.Interval, sh.Sends, sh.FailOpen,
-		sh.Preempt, sh.DualStack, sh.Unicast, sh.Check, sh.Priorities, sh.Delay)
+		sh.Preempt, sh.DualStack, sh.Unicast, sh.Check, sh.RestartWait, sh.Priorities, sh.Delay)
 }
 
 // ensure vrrp is used for the failover constants in invariants.go.

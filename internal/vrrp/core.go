@@ -12,6 +12,9 @@ import (
 type Output interface {
 	// Send advertises priority for every VIP.
 	Send(priority uint8)
+	// Ask probes whether another router's host answers for the VIPs now;
+	// an answer comes back through Core.Served.
+	Ask()
 	// Decide says whether this node holds the VIPs; a hold while they are
 	// held asks for them to be announced again.
 	Decide(hold bool)
@@ -48,13 +51,15 @@ type Core struct {
 // NewCore returns the core of an instance of cfg, not yet a candidate.
 func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
 	return &Core{cfg: cfg, out: out, log: log,
-		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt})}
+		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt,
+			ServedWait: cfg.ServedWait})}
 }
 
 // resumeWait is how long VIPs found bound at start wait for the first
-// health verdict: a master down interval, after which a backup would have
-// taken over.
-func (c *Core) resumeWait() time.Duration { return 3 * c.cfg.Interval }
+// health verdict: a master down interval, or as long as the backups wait
+// for a master whose host answers for them (ServedWait), after which a
+// backup would have taken over.
+func (c *Core) resumeWait() time.Duration { return max(3*c.cfg.Interval, c.cfg.ServedWait) }
 
 // handoverWait is how long a master that resigned keeps the VIP bound while
 // no other master announces itself: a master-down interval and a little
@@ -194,6 +199,17 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	}
 }
 
+// Served says that a router of our group other than this node answered
+// for a VIP at now (Machine.Served): a backup whose master went silent
+// waits for it while its host answers.
+func (c *Core) Served(now time.Time) {
+	until, began := c.m.Served(now)
+	if began {
+		c.log.Info("Master silent, but its host still answers for the VIP: waiting for it (its daemon restarting)",
+			"master", c.m.Master(), "at_most", until.Sub(now).Round(time.Millisecond))
+	}
+}
+
 // Carrier follows the interface's carrier: lost, the node leaves the
 // election and releases the VIP at once (Machine.SetCarrier).
 func (c *Core) Carrier(up bool, now time.Time) {
@@ -252,6 +268,9 @@ func (c *Core) handedOver(why string) {
 // state does not release the VIP (a resignation: SetPriority).
 func (c *Core) apply(acts []Action, keep bool, now time.Time) {
 	for _, a := range acts {
+		if a.Ask {
+			c.out.Ask()
+		}
 		if a.Send {
 			c.out.Send(a.Priority)
 		}

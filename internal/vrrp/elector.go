@@ -130,6 +130,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	})
 }
 
+// Served says a router of our group answered for a VIP (Instance.Served).
+func (e *Elector) Served() { e.inst.Served() }
+
 // LinkChanged says the interface changed (Instance.LinkChanged).
 func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
 

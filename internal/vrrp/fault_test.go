@@ -207,8 +207,10 @@ func TestResumeDuringAFaultIsACandidate(t *testing.T) {
 type recordOutput struct {
 	sent    []uint8
 	decided []bool
+	asked   int
 }
 
+func (o *recordOutput) Ask()                                      { o.asked++ }
 func (o *recordOutput) Send(p uint8)                              { o.sent = append(o.sent, p) }
 func (o *recordOutput) Decide(hold bool)                          { o.decided = append(o.decided, hold) }
 func (o *recordOutput) Changed(_, _ State, _ string, _ time.Time) {}

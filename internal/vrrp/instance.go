@@ -50,6 +50,12 @@ type Config struct {
 	// (both families): the routers of this election, whose answers for the
 	// VIP are no conflict (internal/acd's Known). It must not block.
 	Heard func(src netip.Addr)
+	// ServedWait is how long a backup waits for a silent master whose host
+	// still answers for the VIPs (Params.ServedWait). It asks with Ask
+	// (probe the VIPs now; it must not block), and hears the answers
+	// through Instance.Served. Without Ask, no wait.
+	ServedWait time.Duration
+	Ask        func()
 }
 
 // Status is a snapshot of an instance for /status and metrics.
@@ -76,7 +82,8 @@ type Instance struct {
 	log      *slog.Logger
 	priority chan priority
 	preempt  chan bool
-	link     chan struct{} // the interface changed: look at it now
+	served   chan time.Time // Served's latest answer
+	link     chan struct{}  // the interface changed: look at it now
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -114,8 +121,12 @@ const handoverGrace = 100 * time.Millisecond
 // NewInstance returns an instance that is not yet a candidate; conns has
 // one transport per VIP of cfg, of its family.
 func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
+	if cfg.Ask == nil {
+		cfg.ServedWait = 0
+	}
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
-		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
+		served: make(chan time.Time, 1),
+		link:   make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
@@ -142,6 +153,21 @@ func (i *Instance) SetPreempt(on bool) {
 	default:
 	}
 	i.preempt <- on
+}
+
+// Served says that a router of our group other than this node answered
+// for a VIP just now (internal/acd's Guard.Served): the answer to Ask.
+// Only the latest counts; it does not block.
+func (i *Instance) Served() {
+	now := time.Now()
+	select {
+	case <-i.served:
+	default:
+	}
+	select {
+	case i.served <- now:
+	default:
+	}
 }
 
 // LinkChanged says the interface changed (netlink told us: deleted,
@@ -243,6 +269,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.SetPriority(pr.p, pr.why, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
+		case at := <-i.served:
+			core.Served(at)
 		case <-timer.C:
 			i.drain(core, packets)
 			core.Timeout(time.Now())
@@ -311,7 +339,12 @@ type output struct {
 }
 
 func (o output) Send(priority uint8) { o.i.send(priority) }
-func (o output) Decide(hold bool)    { o.i.decideAll(o.decide, hold) }
+func (o output) Ask() {
+	if o.i.cfg.Ask != nil {
+		o.i.cfg.Ask()
+	}
+}
+func (o output) Decide(hold bool) { o.i.decideAll(o.decide, hold) }
 func (o output) Changed(_, to State, reason string, now time.Time) {
 	o.i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = to, now, reason })
 }

@@ -52,13 +52,20 @@ type Params struct {
 	Sends   int
 	Preempt bool
 	Primary netip.Addr // our primary address: the tie-breaker
+	// ServedWait is how long a backup waits for a master that stopped
+	// advertising while its host still answers for the VIPs, counted from
+	// its last advertisement (Served); 0 or no longer than the master down
+	// interval: not at all.
+	ServedWait time.Duration
 }
 
 // Action is what the machine asks its driver to do. Send is set to send an
 // advertisement with Priority; To is set on a state change, with Reason;
 // Reannounce asks for fresh gratuitous ARP / NA for a VIP still held,
-// because of the weaker master Other.
+// because of the weaker master Other; Ask asks whether another router's
+// host still answers for the VIPs (its answer: Served).
 type Action struct {
+	Ask        bool
 	Send       bool
 	Priority   uint8
 	To         State
@@ -83,6 +90,14 @@ type Machine struct {
 	// Master_Down_Timer can first fire (our last advertisement + 3 x our
 	// interval). Carrier back before it, no backup has taken over.
 	masterUntil time.Time
+	// A backup whose master is silent asks, before its Master_Down_Timer
+	// fires, whether the master's host still answers for the VIPs (waitFor):
+	// silentSince is the master's last advertisement (or when we became a
+	// backup), askAt when to ask next (zero: not to), asked when we asked
+	// and no answer came yet, waiting whether an answer has put the timer
+	// off in this silence (Served).
+	silentSince, askAt, asked time.Time
+	waiting                   bool
 }
 
 // NewMachine returns a machine in Initialize.
@@ -104,7 +119,12 @@ func (m *Machine) State() State { return m.state }
 func (m *Machine) Master() netip.Addr { return m.master }
 
 // Deadline returns when Timeout is due; the zero time means no timer runs.
-func (m *Machine) Deadline() time.Time { return m.deadline }
+func (m *Machine) Deadline() time.Time {
+	if m.state == Backup && !m.askAt.IsZero() && m.askAt.Before(m.deadline) {
+		return m.askAt
+	}
+	return m.deadline
+}
 
 // sendEvery is a master's time between two advertisements.
 func (m *Machine) sendEvery() time.Duration { return m.p.Interval / time.Duration(max(1, m.p.Sends)) }
@@ -143,7 +163,7 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 		default:
 			// No longer stronger than the master (we turned unhealthy
 			// before taking its VIP): wait for it as usual.
-			m.deadline = now.Add(m.MasterDownInterval())
+			m.waitFor(now)
 		}
 	}
 	return nil
@@ -160,11 +180,61 @@ func (m *Machine) followsStronger(src netip.Addr) bool {
 	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority
 }
 
-// takeOverSoon brings the Master_Down_Timer forward to the handover skew.
+// takeOverSoon brings the Master_Down_Timer forward to the handover skew:
+// the master resigned or fell to the fail-open priority, so whether its
+// host still answers does not matter.
 func (m *Machine) takeOverSoon(now time.Time) {
 	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
 		m.deadline = soon
 	}
+	m.askAt, m.asked = time.Time{}, time.Time{}
+}
+
+// waitFor (re)starts the Master_Down_Timer at now, the master's latest
+// sign of life. With ServedWait, the backup asks half an interval before
+// it fires whether the master's host still answers for the VIPs (Served).
+func (m *Machine) waitFor(now time.Time) {
+	m.deadline = now.Add(m.MasterDownInterval())
+	m.silentSince, m.askAt, m.asked, m.waiting = now, time.Time{}, time.Time{}, false
+	if m.p.ServedWait > m.MasterDownInterval() {
+		m.askAt = m.deadline.Add(-m.askAhead())
+	}
+}
+
+// askAhead is how long before the Master_Down_Timer fires the backup asks,
+// and how long an answer puts it off: half the master's interval.
+func (m *Machine) askAhead() time.Duration { return m.masterAdverInt / 2 }
+
+// Served says that a router of our group other than this node answered
+// for a VIP at now: its kernel runs and holds the VIP. A backup that asked
+// (its master silent for nearly the master down interval) puts its
+// Master_Down_Timer off by two askAheads, asking again after one, for as
+// long as the answers come and up to ServedWait after the master's last
+// advertisement: the master's host serves, only its VRRP daemon is silent —
+// killed and started again by the kubelet or systemd, it resumes as master
+// (Resume), and a takeover meanwhile would move the VIP twice. A host that
+// stops answering (cut off, powered off) is taken over from as without the
+// wait. It returns until when the wait lasts at most, and whether this
+// answer began it (zero: it changed nothing).
+func (m *Machine) Served(now time.Time) (until time.Time, began bool) {
+	if m.state != Backup || m.asked.IsZero() || now.Before(m.asked) {
+		return time.Time{}, false
+	}
+	m.asked = time.Time{}
+	until = m.silentSince.Add(m.p.ServedWait)
+	next := now.Add(2 * m.askAhead())
+	if next.After(until) {
+		next = until
+	}
+	if !next.After(m.deadline) {
+		return time.Time{}, false
+	}
+	m.deadline = next
+	if next.Before(until) {
+		m.askAt = next.Add(-m.askAhead())
+	}
+	began, m.waiting = !m.waiting, true
+	return until, began
 }
 
 // handoverScale is the interval the handover skew is computed from at most.
@@ -285,17 +355,28 @@ func (m *Machine) Resume(now time.Time) []Action {
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
 	m.deadline = now.Add(m.sendEvery())
+	m.askAt, m.asked = time.Time{}, time.Time{}
 	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: reason}}
 }
 
 // Timeout handles the timer at now: a backup whose Master_Down_Timer fired
 // becomes master; a master sends its periodic advertisement.
 func (m *Machine) Timeout(now time.Time) []Action {
-	if m.deadline.IsZero() || now.Before(m.deadline) {
+	if at := m.Deadline(); at.IsZero() || now.Before(at) {
 		return nil
 	}
 	switch m.state {
 	case Backup:
+		if now.Before(m.deadline) { // askAt is due
+			m.askAt, m.asked = time.Time{}, now
+			return []Action{{Ask: true}}
+		}
+		switch silent := now.Sub(m.silentSince).Round(time.Millisecond); {
+		case m.waiting && silent >= m.p.ServedWait:
+			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, though the master's host still answers for the VIP", silent))
+		case m.waiting:
+			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", silent))
+		}
 		return m.becomeMaster(now, "no advertisement within the master down interval")
 	case Master:
 		m.deadline = now.Add(m.sendEvery())
@@ -311,6 +392,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		switch {
 		case a.Priority == 0:
 			m.deadline = now.Add(m.handoverSkew())
+			m.askAt, m.asked = time.Time{}, time.Time{}
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
@@ -325,9 +407,12 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case !m.p.Preempt || a.Priority >= m.p.Priority:
 			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()
-			m.deadline = now.Add(m.MasterDownInterval())
+			m.waitFor(now)
+		default:
+			// Preempt and a lower priority: discard, the timer runs out
+			// and we take over, from a master that is alive: no asking.
+			m.askAt, m.asked = time.Time{}, time.Time{}
 		}
-		// Preempt and a lower priority: discard, the timer runs out and we take over.
 	case Master:
 		switch {
 		case a.Priority == 0:
@@ -379,7 +464,7 @@ func (m *Machine) wasAbsent(now time.Time) bool {
 
 func (m *Machine) toBackup(now time.Time, reason string) []Action {
 	m.state, m.master = Backup, netip.Addr{}
-	m.deadline = now.Add(m.MasterDownInterval())
+	m.waitFor(now)
 	return []Action{{To: Backup, Changed: true, Reason: reason}}
 }
 

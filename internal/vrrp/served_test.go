@@ -1,0 +1,147 @@
+package vrrp
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// servedParams: 200 ms adverts, a 4 s wait for a master whose host answers.
+func servedParams() Params {
+	p := params(100, "192.0.2.11")
+	p.Interval, p.ServedWait = 200*time.Millisecond, 4*time.Second
+	return p
+}
+
+// followAt makes m a backup that heard a master's advertisement at t.
+func followAt(t *testing.T, m *Machine, at time.Time) {
+	t.Helper()
+	m.SetCandidate(true, at)
+	m.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), at)
+	if m.State() != Backup {
+		t.Fatalf("not a backup: %v", m.State())
+	}
+}
+
+// runSilent drives m's timers from a master's last advertisement until m
+// takes over or until end; answers says whether the master's host answers
+// a probe sent at a time (it does 1 ms later). It returns when m took over
+// (zero: not by end), its reason and how often m asked.
+func runSilent(m *Machine, end time.Time, answers func(time.Time) bool) (took time.Time, reason string, asked int) {
+	for at := m.Deadline(); !at.IsZero() && !at.After(end); at = m.Deadline() {
+		for _, a := range m.Timeout(at) {
+			if a.Ask {
+				asked++
+				if answers(at) {
+					m.Served(at.Add(time.Millisecond))
+				}
+			}
+			if a.To == Master {
+				return at, a.Reason, asked
+			}
+		}
+	}
+	return time.Time{}, "", asked
+}
+
+func TestSilentMasterWhoseHostAnswers(t *testing.T) {
+	p := servedParams()
+	down := 3*p.Interval + 156*p.Interval/256 // the master down interval at priority 100
+	tests := []struct {
+		name    string
+		answers func(since time.Duration) bool // since the master's last advertisement
+		took    time.Duration                  // when the backup takes over, since then
+		reason  string
+	}{
+		{"host gone with the daemon (power off, link cut): no wait", func(time.Duration) bool { return false },
+			down, "within the master down interval"},
+		{"host answers throughout (daemon killed, not restarted): the whole wait", func(time.Duration) bool { return true },
+			p.ServedWait, "still answers"},
+		{"host stops answering at 1.5 s: within two half intervals of it", func(s time.Duration) bool { return s < 1500*time.Millisecond },
+			1500*time.Millisecond + 2*p.Interval/2, "stopped answering"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMachine(p)
+			followAt(t, m, t0)
+			took, reason, asked := runSilent(m, t0.Add(time.Minute), func(at time.Time) bool { return tt.answers(at.Sub(t0)) })
+			if took.IsZero() {
+				t.Fatal("never took over")
+			}
+			if got := took.Sub(t0); got < tt.took-p.Interval/2 || got > tt.took {
+				t.Errorf("took over %v after the last advertisement, want %v (at most half an interval sooner)", got, tt.took)
+			}
+			if !strings.Contains(reason, tt.reason) {
+				t.Errorf("reason %q, want it to say %q", reason, tt.reason)
+			}
+			if asked == 0 {
+				t.Error("never asked")
+			}
+		})
+	}
+}
+
+// TestSilentMasterAdvertisesAgain: the restarted daemon's advertisement
+// ends the wait; the next silence starts from it.
+func TestSilentMasterAdvertisesAgain(t *testing.T) {
+	p := servedParams()
+	m := NewMachine(p)
+	followAt(t, m, t0)
+	restarted := t0.Add(2 * time.Second)
+	if took, _, _ := runSilent(m, restarted, func(time.Time) bool { return true }); !took.IsZero() {
+		t.Fatalf("took over at %v while the master's host answered", took.Sub(t0))
+	}
+	m.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), restarted)
+	if m.State() != Backup || m.Deadline().After(restarted.Add(m.MasterDownInterval())) {
+		t.Fatalf("after the master came back: %v, next timer %v after it", m.State(), m.Deadline().Sub(restarted))
+	}
+	took, _, _ := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return false })
+	if want := restarted.Add(m.MasterDownInterval()); !took.Equal(want) {
+		t.Fatalf("second silence, host gone: took over %v after the advertisement, want %v", took.Sub(restarted), want.Sub(restarted))
+	}
+}
+
+// TestNoAskingWhenTheMasterSpoke: a resignation (priority 0), a fail-open
+// master, a weaker one with Preempt and an answer nobody asked for change
+// nothing; ServedWait no longer than the master down interval asks nothing.
+func TestNoAskingWhenTheMasterSpoke(t *testing.T) {
+	p := servedParams()
+	t.Run("resigned", func(t *testing.T) {
+		m := NewMachine(p)
+		followAt(t, m, t0)
+		m.Receive(adv(0, 20), netip.MustParseAddr("192.0.2.12"), t0.Add(time.Second))
+		took, _, asked := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return true })
+		if asked != 0 || took.Sub(t0) > time.Second+m.handoverSkew() {
+			t.Fatalf("asked %d times, took over %v after", asked, took.Sub(t0))
+		}
+	})
+	t.Run("weaker master with preempt", func(t *testing.T) {
+		pp := p
+		pp.Preempt = true
+		m := NewMachine(pp)
+		followAt(t, m, t0)
+		m.Receive(adv(50, 20), netip.MustParseAddr("192.0.2.12"), t0.Add(100*time.Millisecond))
+		m.Receive(adv(50, 20), netip.MustParseAddr("192.0.2.12"), t0.Add(650*time.Millisecond))
+		if took, _, asked := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return true }); asked != 0 || took.IsZero() {
+			t.Fatalf("asked %d times, took over %v after", asked, took.Sub(t0))
+		}
+	})
+	t.Run("an answer not asked for", func(t *testing.T) {
+		m := NewMachine(p)
+		followAt(t, m, t0)
+		m.Served(t0.Add(100 * time.Millisecond))
+		if took, _, _ := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return false }); !took.Equal(t0.Add(m.MasterDownInterval())) {
+			t.Fatalf("took over %v after, want the master down interval", took.Sub(t0))
+		}
+	})
+	t.Run("wait off", func(t *testing.T) {
+		pp := p
+		pp.ServedWait = 0
+		m := NewMachine(pp)
+		followAt(t, m, t0)
+		if took, _, asked := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return true }); asked != 0 || !took.Equal(t0.Add(m.MasterDownInterval())) {
+			t.Fatalf("asked %d times, took over %v after", asked, took.Sub(t0))
+		}
+	})
+}
