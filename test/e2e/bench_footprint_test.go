@@ -110,9 +110,9 @@ func idleNote(over time.Duration) string {
 func BenchmarkIdleL2(b *testing.B) {
 	needKeepalived(b)
 	over := idleWindow()
-	ours := func(bin string) *cluster {
-		c := newCluster(b, 1, "NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
-			"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s")
+	ours := func(bin string, env ...string) *cluster {
+		c := newCluster(b, 1, append([]string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
+			"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}, env...)...)
 		quiet(c.Lab)
 		c.bin = bin
 		c.startAll(b)
@@ -127,7 +127,10 @@ func BenchmarkIdleL2(b *testing.B) {
 	_, ksp := ks.addKeepalived(b, "ks", kubeadmKeepalived(51, vip4, 100))
 	labs, names := []*cluster{c, k, ks}, []string{"novaedge-cpvip L2", "keepalived L2", "keepalived L2, kubeadm script"}
 	if other := os.Getenv("BENCH_BINARY_B"); other != "" {
-		labs, names = append(labs, ours(other)), append(names, "novaedge-cpvip B build")
+		// BENCH_ENV_B: settings of the B lab (space-separated VAR=value,
+		// after the defaults above): a candidate setting against the same
+		// build.
+		labs, names = append(labs, ours(other, strings.Fields(os.Getenv("BENCH_ENV_B"))...)), append(names, "novaedge-cpvip B build")
 	}
 	for _, cl := range labs {
 		cl.waitHolder(b, vip4, -1, 30*time.Second)
