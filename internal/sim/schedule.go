@@ -82,8 +82,8 @@ type shape struct {
 	// master whose host answers for the VIP (0: they do not).
 	RestartWait time.Duration
 	Delay       time.Duration // the segment's most delay
-	Faults     []fault
-	Length     time.Duration // the faults' phase; a quiet tail follows
+	Faults      []fault
+	Length      time.Duration // the faults' phase; a quiet tail follows
 }
 
 // draw makes a shape and a schedule from the world's randomness.
