@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // refreshEvery is how often the probes' rounds look up our group's members'
@@ -32,13 +34,13 @@ func (g *Guard) Run(ctx context.Context) {
 		readers.Add(1)
 		go func() { defer readers.Done(); g.listen(ctx, vip) }()
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
+	t := quietio.NewTimer(0) // a timerfd: one wake-up a probe, not six (quietio.Timer)
+	defer t.Close()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C(): // or a tick from before the latest reset: Round does what is due
 		case <-g.wake:
 		}
 		next := g.Round()

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // Event is a hint from the kernel that the interface changed.
@@ -117,8 +119,8 @@ func (l *Loop) wake() {
 
 // Run reconciles until ctx ends, then releases every VIP and returns.
 func (l *Loop) Run(ctx context.Context) {
-	t := time.NewTicker(l.period)
-	defer t.Stop()
+	t := quietio.NewTicker(l.period) // a timerfd: one wake-up a pass (quietio.Timer)
+	defer t.Close()
 	linkUp := false
 	for {
 		desired, again := l.snapshot()
@@ -129,7 +131,7 @@ func (l *Loop) Run(ctx context.Context) {
 			l.releaseAll()
 			return
 		case <-l.poke:
-		case <-t.C:
+		case <-t.C():
 		case ev, ok := <-l.events:
 			if !ok {
 				l.events = nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // Transport is what an Instance needs from the network (Conn in production).
@@ -239,13 +241,16 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		readers.Add(1)
 		go func() { defer readers.Done(); i.read(k, packets, stop) }()
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	refresh := time.NewTicker(refreshEvery)
-	defer refresh.Stop()
+	// Timers on timerfds (quietio.Timer): a runtime timer costs the idle
+	// daemon about six wake-ups each time it fires, and a master fires one
+	// for every advertisement.
+	timer := quietio.NewTimer(time.Hour)
+	defer timer.Close()
+	refresh := quietio.NewTicker(refreshEvery)
+	defer refresh.Close()
 	for {
 		select {
-		case <-refresh.C:
+		case <-refresh.C():
 			i.refresh(core)
 			i.checkCarrier(core)
 		case <-i.link:
@@ -271,7 +276,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.Receive(p.adv, p.src, time.Now())
 		case at := <-i.served:
 			core.Served(at)
-		case <-timer.C:
+		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
 			i.drain(core, packets)
 			core.Timeout(time.Now())
 		}
@@ -496,9 +501,10 @@ func (i *Instance) setStatus(f func(*Status)) {
 }
 
 // resetTimer makes t fire at deadline, or not at all for the zero time.
-func resetTimer(t *time.Timer, deadline time.Time) {
-	t.Stop()
-	if !deadline.IsZero() {
-		t.Reset(time.Until(deadline))
+func resetTimer(t *quietio.Timer, deadline time.Time) {
+	if deadline.IsZero() {
+		t.Stop()
+		return
 	}
+	t.Reset(time.Until(deadline))
 }

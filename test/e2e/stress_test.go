@@ -64,13 +64,14 @@ type stressCandidate struct {
 
 // stressCandidates: the settings of the release before (named in full, so
 // the row stays what it was when the defaults change), one advertisement an
-// interval as before issue 35, faster adverts sent once and three times an
-// interval, a shorter hung check, and the build's defaults.
+// interval as before issue 35, faster adverts sent once, twice and three
+// times an interval, a shorter hung check, and the build's defaults.
 var stressCandidates = []stressCandidate{
 	{"advert 1 s, health 1 s x 3, timeout 3 s (0.1 defaults)", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s",
 		"NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_FAIL_THRESHOLD=3", "NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER=0"}},
 	{"advert 1 s, once an interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=1"}},
 	{"advert 250 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=250ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=1"}},
+	{"advert 200 ms, 2 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=2"}},
 	{"advert 200 ms, 3 a interval", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3"}},
 	{"advert 200 ms, 3 a interval, hung after 500 ms", []string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL=3",
 		"NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER=500ms"}},
