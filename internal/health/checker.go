@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // Config is what a Checker needs; cmd fills it from config.Config.
@@ -72,6 +74,7 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
+	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -152,7 +155,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if !sendToken {
 		tok = token{err: tok.err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	ctx, cancel := c.withTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
 	header := http.Header{"User-Agent": {"novaedge-cpvip"}}
@@ -264,6 +267,7 @@ func (c *Checker) logTokenError(err error) {
 // failing answer cannot tell. A check that outlasts the interval delays the next one:
 // never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
+	defer c.stop()
 	for {
 		c.retune()
 		start := time.Now()

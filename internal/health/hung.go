@@ -34,15 +34,25 @@ func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
 	if sil.stuck == nil || p.br.Buffered() > 0 || !time.Now().Before(sil.at) {
 		return nil // no watch, an answer already in, or asked after the point: not watched
 	}
-	end, ok := ctx.Deadline()
-	if ok && !sil.at.Before(end) {
+	if end, ok := ctx.Deadline(); ok && !sil.at.Before(end) {
 		return nil
 	}
-	// The rest of the answer has ctx's deadline again, whatever happens here.
-	defer func() { _ = conn.SetReadDeadline(end) }()
-	_ = conn.SetReadDeadline(sil.at)
+	// The watch: an alarm (a timerfd) makes the read give up at sil.at, as
+	// a read deadline would, without a runtime timer (probe.roundTrip).
+	a := p.alarmFor()
+	a.Set(sil.at, func() { _ = conn.SetReadDeadline(aLongTimeAgo) })
+	defer func() {
+		// The rest of the answer is read with no deadline again, and
+		// ctx's end still unblocks it: roundTrip's AfterFunc has set a
+		// past deadline if ctx ended, which must stay.
+		a.Clear()
+		_ = conn.SetReadDeadline(time.Time{})
+		if ctx.Err() != nil {
+			_ = conn.SetReadDeadline(aLongTimeAgo)
+		}
+	}()
 	if err := ctx.Err(); err != nil {
-		return err // cancelled before the deadline above replaced roundTrip's
+		return err
 	}
 	_, err := p.br.Peek(1)
 	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {

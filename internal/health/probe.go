@@ -29,8 +29,8 @@ type probe struct {
 	conn  *tls.Conn
 	br    *bufio.Reader
 	bw    *bufio.Writer
-	body  []byte      // the last answer's body, up to maxBody, reused
-	timer *time.Timer // idle's wait when no connection is kept
+	body  []byte         // the last answer's body, up to maxBody, reused
+	alarm *quietio.Alarm // idle's wait, await's watch (alarm); nil until the first
 	// dialTCP opens the TCP connection to an address (host:port of an IP
 	// address, or a name other than localhost); net.Dialer's in production.
 	dialTCP func(ctx context.Context, address string) (net.Conn, error)
@@ -114,14 +114,14 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (
 		}
 	}
 	conn := p.conn
-	if d, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(d)
-	} else {
-		_ = conn.SetDeadline(time.Time{})
-	}
-	// Cancelled: unblock. It may run after we returned: conn, not p.conn,
-	// and a connection it may still touch is not used again.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
+	// No deadline on the connection: ctx's end unblocks it (below). A
+	// connection's deadline is a runtime timer, which wakes the idle daemon
+	// at its time even when the answer came long before (quietio.Alarm).
+	_ = conn.SetDeadline(time.Time{})
+	// Cancelled (ctx's timeout too): unblock. It may run after we returned:
+	// conn, not p.conn, and a connection it may still touch is not used
+	// again.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
 	defer func() {
 		if !stop() {
 			p.close()
@@ -160,26 +160,25 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (
 // dead apiserver without a check and without a goroutine: the wait is a
 // read with a deadline on the caller's goroutine.
 func (p *probe) idle(ctx context.Context, until time.Time) (closed bool) {
-	conn := p.conn
+	conn, a := p.conn, p.alarmFor()
 	if conn == nil {
-		if p.timer == nil {
-			p.timer = time.NewTimer(time.Until(until))
-		} else {
-			p.timer.Reset(time.Until(until))
-		}
+		due := make(chan struct{})
+		a.Set(until, func() { close(due) })
 		select {
 		case <-ctx.Done():
-			p.timer.Stop()
-		case <-p.timer.C:
+			a.Clear()
+		case <-due:
 		}
 		return false
 	}
-	_ = conn.SetReadDeadline(until)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Now()) })
+	_ = conn.SetReadDeadline(time.Time{}) // an earlier wait's alarm
+	a.Set(until, func() { _ = conn.SetReadDeadline(aLongTimeAgo) })
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(aLongTimeAgo) })
 	_, err := p.br.Peek(1)
 	stop()
+	a.Clear()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return false
+		return false // the next request clears the deadline (roundTrip)
 	}
 	p.close()
 	return ctx.Err() == nil
@@ -202,6 +201,28 @@ func (p *probe) dial(ctx context.Context) error {
 	}
 	p.conn, p.br, p.bw = c, bufio.NewReader(c), bufio.NewWriter(c)
 	return nil
+}
+
+// aLongTimeAgo is a read deadline that unblocks a read at once (a past
+// deadline arms no runtime timer).
+var aLongTimeAgo = time.Unix(1, 0)
+
+// alarmFor returns the probe's alarm, made on first use: the timer of
+// idle's wait and of await's watch (a timerfd, quietio.Alarm).
+func (p *probe) alarmFor() *quietio.Alarm {
+	if p.alarm == nil {
+		p.alarm = quietio.NewAlarm()
+	}
+	return p.alarm
+}
+
+// stop closes the connection and the alarm: the probe is not used again.
+func (p *probe) stop() {
+	p.close()
+	if p.alarm != nil {
+		p.alarm.Close()
+		p.alarm = nil
+	}
 }
 
 func (p *probe) close() {

@@ -77,3 +77,29 @@ func TestTickerRepeats(t *testing.T) {
 		t.Fatal("ticked after Close")
 	}
 }
+
+// TestAlarm: the function runs at its time, not before, once; a Clear
+// before it keeps it from running; a later Set replaces an earlier one.
+func TestAlarm(t *testing.T) {
+	a := NewAlarm()
+	defer a.Close()
+	ran := make(chan time.Time, 4)
+	start := time.Now()
+	a.Set(start.Add(40*time.Millisecond), func() { ran <- time.Now() })
+	select {
+	case at := <-ran:
+		if at.Sub(start) < 40*time.Millisecond {
+			t.Fatalf("ran after %v, before 40ms", at.Sub(start))
+		}
+	case <-time.After(time.Second):
+		t.Fatal("did not run within a second")
+	}
+	a.Set(time.Now().Add(30*time.Millisecond), func() { ran <- time.Now() })
+	a.Clear()
+	a.Set(time.Now().Add(60*time.Millisecond), func() { ran <- time.Now() })
+	a.Set(time.Now().Add(20*time.Millisecond), func() { ran <- time.Now() })
+	time.Sleep(150 * time.Millisecond)
+	if len(ran) != 1 {
+		t.Fatalf("ran %d times, want once (the last Set)", len(ran))
+	}
+}
