@@ -99,6 +99,13 @@ func idleNote(over time.Duration) string {
 	return fmt.Sprintf("median of %s windows of %d s", cmp.Or(os.Getenv("BENCH_IDLE_WINDOWS"), "3"), int(over.Seconds()))
 }
 
+// idleDefaults is the daemon's defaults where the e2e cluster's differ
+// (its health checks and advertisements every 100 ms), and one VIP.
+func idleDefaults() []string {
+	return []string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}
+}
+
 // BenchmarkIdleL2 measures CPU, RSS and wake-ups over BENCH_IDLE_WINDOWS
 // windows (default 3; medians) with one VIP held: ours in L2 with the
 // defaults (advert 1 s, health 1 s) and keepalived (advert 1 s) at the same
@@ -111,14 +118,20 @@ func BenchmarkIdleL2(b *testing.B) {
 	needKeepalived(b)
 	over := idleWindow()
 	ours := func(bin string, env ...string) *cluster {
-		c := newCluster(b, 1, append([]string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
-			"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}, env...)...)
+		c := newCluster(b, 1, append(idleDefaults(), env...)...)
 		quiet(c.Lab)
 		c.bin = bin
 		c.startAll(b)
 		return c
 	}
-	c := ours(binary)
+	// BENCH_IDLE_ENV: settings of our labs (space-separated VAR=value), to
+	// measure a candidate before it is the default.
+	c := ours(binary, strings.Fields(os.Getenv("BENCH_IDLE_ENV"))...)
+	// A group of three at the defaults: a backup's cost is the
+	// advertisements it receives, the master's those it sends.
+	g := newCluster(b, 3, append(idleDefaults(), strings.Fields(os.Getenv("BENCH_IDLE_ENV"))...)...)
+	quiet(g.Lab)
+	g.startAll(b)
 	k := newCluster(b, 0)
 	quiet(k.Lab)
 	_, kp := k.addKeepalived(b, "ka", lab.Keepalived{VRID: 51, Priority: 100, Advert: "1", VIP: vip4.String()})
@@ -132,14 +145,17 @@ func BenchmarkIdleL2(b *testing.B) {
 		// build.
 		labs, names = append(labs, ours(other, strings.Fields(os.Getenv("BENCH_ENV_B"))...)), append(names, "novaedge-cpvip B build")
 	}
-	for _, cl := range labs {
+	for _, cl := range append(labs, g) {
 		cl.waitHolder(b, vip4, -1, 30*time.Second)
 	}
 	time.Sleep(5 * time.Second) // settled: past start-up work; keepalived has forked its children
-	trees := [][]int{{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID())}
+	gh, _ := g.waitHolder(b, vip4, -1, time.Second)
+	backup := (gh + 1) % 3
+	trees := [][]int{{c.procs[0].PID()}, children(kp.PID()), children(ksp.PID()), {g.procs[gh].PID()}, {g.procs[backup].PID()}}
 	if len(labs) > 3 {
 		trees = append(trees, []int{labs[3].procs[0].PID()})
 	}
+	names = append(names[:3], append([]string{"novaedge-cpvip L2, master of 3", "novaedge-cpvip L2, backup of 3"}, names[3:]...)...)
 	b.ResetTimer()
 	got := measureWindows(b, over, trees...)
 	b.StopTimer()
@@ -155,6 +171,8 @@ func BenchmarkIdleL2(b *testing.B) {
 	record(b, Row{Name: "idle wake-ups/s, one VIP held, L2", Unit: "/s", Ours: fig(got[0].Wakeups),
 		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: fig(got[1].Wakeups)},
 			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: fig(got[2].Wakeups)}}, Note: idleNote(over)})
+	record(b, Row{Name: "idle wake-ups/s, a backup of three, L2", Unit: "/s", Ours: fig(got[4].Wakeups),
+		Note: fmt.Sprintf("%s; its master %.1f/s", idleNote(over), got[3].Wakeups)})
 }
 
 // BenchmarkIdleBGP measures, side by side over the same windows, ours in BGP
