@@ -18,6 +18,7 @@ type Alarm struct {
 	at     time.Time
 	fn     func()
 	closed chan struct{}
+	once   sync.Once
 }
 
 // NewAlarm returns an alarm with nothing set; Close ends it.
@@ -46,9 +47,11 @@ func (a *Alarm) Clear() {
 
 // Close ends the alarm's goroutine and timer.
 func (a *Alarm) Close() {
-	a.Clear()
-	close(a.closed)
-	a.t.Close()
+	a.once.Do(func() {
+		a.Clear()
+		close(a.closed)
+		a.t.Close()
+	})
 }
 
 func (a *Alarm) run() {

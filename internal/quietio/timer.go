@@ -30,8 +30,9 @@ type Timer struct {
 	buf    [8]byte
 	read   func(fd uintptr) bool // t.read1, bound once
 	spec   unix.ItimerSpec
-	mu     sync.Mutex // guards spec, armed and the fallback
+	mu     sync.Mutex // guards spec, armed, closed and the fallback
 	armed  bool
+	closed bool // the descriptor is closed: arm does nothing
 	period time.Duration
 	rt     *time.Timer // the fallback; nil with a timerfd
 }
@@ -85,11 +86,14 @@ func (t *Timer) Stop() { t.arm(0) }
 
 // Close stops the timer for good and ends its reader.
 func (t *Timer) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed, t.armed = true, false
 	if t.rt != nil {
-		t.mu.Lock()
-		t.armed = false
 		t.rt.Stop()
-		t.mu.Unlock()
 		return nil
 	}
 	return t.f.Close()
@@ -99,6 +103,9 @@ func (t *Timer) Close() error {
 func (t *Timer) arm(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.closed {
+		return // its number may be another file's by now
+	}
 	t.armed = d > 0
 	if t.rt != nil {
 		t.rt.Stop()

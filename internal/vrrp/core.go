@@ -44,6 +44,11 @@ type Core struct {
 	handingOver bool      // resigned (or yielded) with the VIPs still bound
 	heard       bool      // the new master announced itself while handing over
 	handoverAt  time.Time // release them then; zero: no handover timer
+	// resignAgain: when a resigned master that still holds the VIPs sends
+	// priority 0 again (every interval until a master announces itself):
+	// its kernel answers the backups' questions (Machine.Served), so a
+	// lost priority 0 would keep them waiting until it let go, a gap.
+	resignAgain time.Time
 	againAt     time.Time // announce once more then (after a contention)
 	reannounced time.Time // the latest announcement caused by another master
 }
@@ -94,7 +99,7 @@ func (c *Core) Interval() time.Duration { return c.cfg.Interval }
 // Deadline returns when Timeout is due next; zero: nothing is.
 func (c *Core) Deadline() time.Time {
 	next := c.m.Deadline()
-	for _, at := range []time.Time{c.againAt, c.handoverAt} {
+	for _, at := range []time.Time{c.againAt, c.handoverAt, c.resignAgain} {
 		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
@@ -114,6 +119,13 @@ func (c *Core) Timeout(now time.Time) {
 		c.againAt = time.Time{}
 		if c.m.State() == Master {
 			c.out.Decide(true)
+		}
+	}
+	if !c.resignAgain.IsZero() && !now.Before(c.resignAgain) {
+		c.resignAgain = time.Time{}
+		if c.handingOver && !c.heard && c.m.State() != Master {
+			c.out.Send(0)
+			c.resignAgain = now.Add(c.cfg.Interval)
 		}
 	}
 	if !c.handoverAt.IsZero() && !now.Before(c.handoverAt) {
@@ -154,6 +166,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	if resign {
 		c.handingOver, c.heard = true, false
 		c.handoverAt = now.Add(c.handoverWait())
+		c.resignAgain = now.Add(c.cfg.Interval)
 		c.log.Info("Keeping the VIP until another master announces itself", "at_most", c.handoverWait())
 	}
 	if p == FailOpenPriority && why != "" && c.m.State() == Master {

@@ -85,6 +85,7 @@ type Instance struct {
 	priority chan priority
 	preempt  chan bool
 	served   chan time.Time // Served's latest answer
+	asking   atomic.Bool    // Ask was called and Served has not answered it
 	link     chan struct{}  // the interface changed: look at it now
 	drops    Drops
 	foreign  foreignGroups
@@ -161,6 +162,9 @@ func (i *Instance) SetPreempt(on bool) {
 // for a VIP just now (internal/acd's Guard.Served): the answer to Ask.
 // Only the latest counts; it does not block.
 func (i *Instance) Served() {
+	if !i.asking.Swap(false) {
+		return // not asked: the routers' answers to every backup's own probes, each second
+	}
 	now := time.Now()
 	select {
 	case <-i.served:
@@ -346,6 +350,7 @@ type output struct {
 func (o output) Send(priority uint8) { o.i.send(priority) }
 func (o output) Ask() {
 	if o.i.cfg.Ask != nil {
+		o.i.asking.Store(true)
 		o.i.cfg.Ask()
 	}
 }

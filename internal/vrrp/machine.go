@@ -162,8 +162,15 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 			m.takeOverSoon(now)
 		default:
 			// No longer stronger than the master (we turned unhealthy
-			// before taking its VIP): wait for it as usual.
+			// before taking its VIP): wait for it as usual. Not a sign of
+			// the master's life: a wait for its host (Served) still counts
+			// from its last advertisement, or priorities flapping faster
+			// than RESTART_WAIT would put the takeover off for good.
+			since, waiting := m.silentSince, m.waiting
 			m.waitFor(now)
+			if !since.IsZero() {
+				m.silentSince, m.waiting = since, waiting
+			}
 		}
 	}
 	return nil
@@ -187,7 +194,7 @@ func (m *Machine) takeOverSoon(now time.Time) {
 	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
 		m.deadline = soon
 	}
-	m.askAt, m.asked = time.Time{}, time.Time{}
+	m.askAt, m.asked, m.waiting = time.Time{}, time.Time{}, false
 }
 
 // waitFor (re)starts the Master_Down_Timer at now, the master's latest
@@ -391,8 +398,9 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 	case Backup:
 		switch {
 		case a.Priority == 0:
-			m.deadline = now.Add(m.handoverSkew())
-			m.askAt, m.asked = time.Time{}, time.Time{}
+			// Brought forward only: a resigning master repeats its
+			// priority 0 every interval until a backup takes over (Core).
+			m.takeOverSoon(now)
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open

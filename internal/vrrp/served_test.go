@@ -145,3 +145,66 @@ func TestNoAskingWhenTheMasterSpoke(t *testing.T) {
 		}
 	})
 }
+
+// TestServedWaitOutlastsNoPriorityChange: a backup's own priority changing
+// while it waits (its apiserver flapping, a reload) restarts its timer but
+// not the wait for the master's host, which still counts from the master's
+// last advertisement (review of issue 35: a flap every 1.5 s kept the
+// backup waiting for good).
+func TestServedWaitOutlastsNoPriorityChange(t *testing.T) {
+	p := servedParams()
+	m := NewMachine(p)
+	followAt(t, m, t0)
+	prio := []uint8{90, 100}
+	var took time.Time
+	for k := 0; took.IsZero() && k < 40; k++ {
+		at := t0.Add(time.Duration(k+1) * 1500 * time.Millisecond)
+		took, _, _ = runSilent(m, at, func(time.Time) bool { return true })
+		m.SetPriority(prio[k%2], at)
+	}
+	if limit := t0.Add(p.ServedWait + m.MasterDownInterval()); took.IsZero() || took.After(limit) {
+		t.Fatalf("took over %v after the master's last advertisement, want within RESTART_WAIT and a master-down interval (%v)",
+			took.Sub(t0), limit.Sub(t0))
+	}
+}
+
+// TestResignedMasterRepeatsPriorityZero: a master that resigned and keeps
+// the VIP until another announces itself sends priority 0 again every
+// interval, and stops once one did: a lost one must not leave the backups
+// waiting on its host, which still answers for the VIP.
+func TestResignedMasterRepeatsPriorityZero(t *testing.T) {
+	var out recordOutput
+	c := NewCore(Config{VIPs: nil, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, &out, discard)
+	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
+	c.Start(t0)
+	c.SetPriority(100, "", t0)
+	for now := t0; c.State() != Master; now = c.Deadline() {
+		c.Timeout(now)
+	}
+	at := c.Deadline()
+	out.sent = nil
+	c.SetPriority(0, "draining", at)
+	for k := 0; k < 3; k++ {
+		at = c.Deadline()
+		c.Timeout(at)
+	}
+	zeros := 0
+	for _, p := range out.sent {
+		if p == 0 {
+			zeros++
+		}
+	}
+	if zeros < 3 {
+		t.Fatalf("sent %v while handing over: want priority 0 at the resignation and again every interval", out.sent)
+	}
+	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), at.Add(10*time.Millisecond))
+	out.sent = nil
+	for k := 0; k < 3 && !c.Deadline().IsZero(); k++ {
+		c.Timeout(c.Deadline())
+	}
+	for _, p := range out.sent {
+		if p == 0 {
+			t.Fatalf("sent %v after another master announced itself", out.sent)
+		}
+	}
+}

@@ -65,9 +65,10 @@ func stressConditions() []stressCondition {
 // freezes freezes node i's daemons for d, waits 3 s, counts each group's
 // moves beyond what the freeze allows and brings the VIPs back to n1, until
 // ctx ends. A freeze of the holder at least two advertisement intervals
-// long may move the VIP once (it is a dead host to its peers: the backups
-// wait 3 intervals and the skew from its last advertisement); a shorter
-// one, or any freeze of a backup, must move nothing.
+// long may move the VIP once (a dead master to its peers: the backups wait
+// 3 intervals and the skew from its last advertisement, and, its host
+// answering for the VIP, up to RESTART_WAIT); a shorter one, or any freeze
+// of a backup, must move nothing.
 func (s *stressLab) freezes(ctx context.Context, i int, d time.Duration) error {
 	for ctx.Err() == nil {
 		marks := make([]int, len(s.groups))
