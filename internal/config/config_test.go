@@ -54,7 +54,7 @@ func TestDefaults(t *testing.T) {
 		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
 		HealthHungAfter: 500 * time.Millisecond, FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", TLSServerName: "kubernetes", Mode: ModeL2, VRID: 51,
-		Priority: 100, AdvertInterval: time.Second, AdvertsPerInterval: 2, RestartWait: 4 * time.Second, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
+		Priority: 100, AdvertInterval: 200 * time.Millisecond, AdvertsPerInterval: 2, RestartWait: 4 * time.Second, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
 		BFDAuth: BFDAuthNone, MetricsAddr: "127.0.0.1:9450", LogFormat: "text", LogLevel: 0,
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/test/lab"
 )
 
@@ -83,6 +84,7 @@ type l2Series struct {
 //   - ours and keepalived at advert 1 s: link cut
 //   - ours, health 200 ms x 3 (advert 100 ms): apiserver dies
 //   - ours at the defaults (health 1 s x 3, timeout 3 s, advert 1 s): apiserver dies
+//   - ours at the build's defaults: link cut
 //   - ours at advert 100 ms without the address conflict check: link cut,
 //     then graceful stop (what the check costs, side by side)
 //
@@ -106,7 +108,12 @@ func BenchmarkL2Failover(b *testing.B) {
 	// check costs a takeover, measured side by side.
 	unchecked := c.addOurs(b, 57, 100*time.Millisecond, append(fast, "NOVAEDGE_CP_VIP_CONFLICT_CHECK=false")...)
 	unchecked.tool = toolOursUnchecked
-	groups := []failoverGroup{ours100, ka100, ours1s, ka1s, health200, defaults, unchecked}
+	// The build's defaults, whatever they are (the cluster's own are
+	// 100 ms checks and advertisements).
+	dflt := daemonDefaults(b)
+	cutDefaults := c.addOurs(b, 58, dflt.AdvertInterval, "NOVAEDGE_CP_VIP_HEALTH_INTERVAL="+dflt.HealthInterval.String(),
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT="+dflt.HealthTimeout.String(), "NOVAEDGE_CP_VIP_ADVERT_INTERVAL="+dflt.AdvertInterval.String())
+	groups := []failoverGroup{ours100, ka100, ours1s, ka1s, health200, defaults, unchecked, cutDefaults}
 	c.startAll(b)
 	for _, g := range groups {
 		if err := g.waitOneHolder(c, 0); err != nil {
@@ -119,6 +126,7 @@ func BenchmarkL2Failover(b *testing.B) {
 		rowStop    = "L2, graceful stop of the holder, advert 100 ms: client-seen outage"
 		rowAPI200  = "L2, holder's apiserver dies, health 200 ms x 3, advert 100 ms: client-seen outage"
 		rowAPIDflt = "L2, holder's apiserver dies, defaults (health 1 s x 3, advert 1 s): client-seen outage"
+		rowCutDflt = "L2, holder's link cut, the defaults: client-seen outage"
 	)
 	plan := [][]*l2Series{ // one list per group, run one after the other
 		{{row: rowCut100, group: ours100, kind: linkCut}, {row: rowStop, group: ours100, kind: gracefulStop}},
@@ -128,6 +136,7 @@ func BenchmarkL2Failover(b *testing.B) {
 		{{row: rowAPI200, group: health200, kind: apiserverDies}},
 		{{row: rowAPIDflt, group: defaults, kind: apiserverDies}},
 		{{row: rowCut100, group: unchecked, kind: linkCut}, {row: rowStop, group: unchecked, kind: gracefulStop}},
+		{{row: rowCutDflt, group: cutDefaults, kind: linkCut}},
 	}
 	trials := benchTrials()
 	b.ResetTimer()
@@ -155,7 +164,7 @@ func BenchmarkL2Failover(b *testing.B) {
 	for _, list := range plan {
 		all = append(all, list...)
 	}
-	for _, row := range []string{rowCut100, rowCut1s, rowStop, rowAPI200, rowAPIDflt} {
+	for _, row := range []string{rowCut100, rowCut1s, rowStop, rowAPI200, rowAPIDflt, rowCutDflt} {
 		r := Row{Name: row, Unit: "ms"}
 		for _, s := range all {
 			switch {
@@ -172,6 +181,16 @@ func BenchmarkL2Failover(b *testing.B) {
 	if err := writeTimeline(timelineFile, "Client TCP connects to the VIP every 10 ms across one failover", all); err != nil {
 		b.Error(err)
 	}
+}
+
+// daemonDefaults is the build's configuration with nothing set but a VIP.
+func daemonDefaults(t testing.TB) *config.Config {
+	t.Helper()
+	cfg, err := config.LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.1/32"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // run does the series' trials and keeps the probes of its median trial.
