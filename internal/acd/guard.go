@@ -98,6 +98,7 @@ type Guard struct {
 	mu     sync.Mutex
 	vips   map[netip.Addr]*vipState
 	closed bool // Run is ending: no new wires
+	asked  bool // ProbeNow: the next round sends a probe of every VIP besides the schedule
 	wake   chan struct{}
 
 	// Settle is how long after Run starts the guard neither probes nor
@@ -402,14 +403,34 @@ func (g *Guard) LinkChanged() {
 
 // ProbeNow probes every VIP at once (vrrp's Ask: a backup whose master
 // went silent asks whether its host still answers for them; the answers
-// reach Served). A VIP defended lately keeps its quiet time (nextProbe).
+// reach Served). Besides the schedule: the probe is not the latest one of
+// the verdict (a takeover a moment later would wait for its answer,
+// AnswerWait, before binding: the bench saw 100 ms more at a link cut) and
+// does not move the next.
 func (g *Guard) ProbeNow() {
 	g.mu.Lock()
-	for _, s := range g.vips {
-		s.tried = time.Time{}
-	}
+	g.asked = true
 	g.mu.Unlock()
 	g.kick()
+}
+
+// askProbes sends ProbeNow's probes, if asked.
+func (g *Guard) askProbes() {
+	g.mu.Lock()
+	asked := g.asked
+	g.asked = false
+	var wires []Wire
+	for _, s := range g.vips {
+		if asked && s.wire != nil {
+			wires = append(wires, s.wire)
+		}
+	}
+	g.mu.Unlock()
+	for _, w := range wires {
+		if err := w.Probe(); err != nil {
+			g.log.Debug("Probing for the VIP's holder failed", "error", err)
+		}
+	}
 }
 
 // Rejudge makes the guard judge its claims again soon: a hardware address

@@ -403,3 +403,23 @@ func TestProbeNowAndServed(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeNowDoesNotHoldATakeover: the asking probe is not the latest of
+// the verdict: a takeover a moment after it binds at once, as after the
+// periodic probe a second before (the bench: 100 ms more at a link cut
+// when it waited for the asking probe's answer).
+func TestProbeNowDoesNotHoldATakeover(t *testing.T) {
+	h := newHarness()
+	h.g.Verdict(vip, false, false)
+	h.advance(0)
+	h.advance(AnswerWait)
+	h.g.ProbeNow()
+	h.advance(500 * time.Millisecond)
+	if h.w.count() != 2 {
+		t.Fatalf("%d probes, want the periodic one and the asked one", h.w.count())
+	}
+	h.now = h.now.Add(50 * time.Millisecond)
+	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
+		t.Fatalf("takeover 50 ms after the asking probe: %v, want clear at once", v)
+	}
+}

@@ -69,6 +69,7 @@ func (g *Guard) Round() time.Time {
 		return g.started.Add(g.Settle)
 	}
 	g.forgetMembers()
+	g.askProbes()
 	g.mu.Lock()
 	now := g.now()
 	var due []netip.Addr

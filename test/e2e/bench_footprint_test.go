@@ -99,16 +99,17 @@ func idleNote(over time.Duration) string {
 	return fmt.Sprintf("median of %s windows of %d s", cmp.Or(os.Getenv("BENCH_IDLE_WINDOWS"), "3"), int(over.Seconds()))
 }
 
-// idleDefaults is the daemon's defaults where the e2e cluster's differ
+// idleDefaults is the build's defaults where the e2e cluster's differ
 // (its health checks and advertisements every 100 ms), and one VIP.
-func idleDefaults() []string {
-	return []string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=1s",
-		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=3s", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}
+func idleDefaults(t testing.TB) []string {
+	d := daemonDefaults(t)
+	return []string{"NOVAEDGE_CP_VIP_ADDRESS=192.0.2.100/32", "NOVAEDGE_CP_VIP_HEALTH_INTERVAL=" + d.HealthInterval.String(),
+		"NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=" + d.HealthTimeout.String(), "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=" + d.AdvertInterval.String()}
 }
 
 // BenchmarkIdleL2 measures CPU, RSS and wake-ups over BENCH_IDLE_WINDOWS
 // windows (default 3; medians) with one VIP held: ours in L2 with the
-// defaults (advert 1 s, health 1 s) and keepalived (advert 1 s) at the same
+// defaults (advert 200 ms, health 1 s) and keepalived (advert 1 s) at the same
 // time, each in a lab of its own (neither hears the other's advertisements,
 // as in a cluster of one kind), and keepalived as the kubeadm guide deploys
 // it for an apiserver (its vrrp_script forks curl every 3 s). With
@@ -118,7 +119,7 @@ func BenchmarkIdleL2(b *testing.B) {
 	needKeepalived(b)
 	over := idleWindow()
 	ours := func(bin string, env ...string) *cluster {
-		c := newCluster(b, 1, append(idleDefaults(), env...)...)
+		c := newCluster(b, 1, append(idleDefaults(b), env...)...)
 		quiet(c.Lab)
 		c.bin = bin
 		c.startAll(b)
@@ -129,7 +130,7 @@ func BenchmarkIdleL2(b *testing.B) {
 	c := ours(binary, strings.Fields(os.Getenv("BENCH_IDLE_ENV"))...)
 	// A group of three at the defaults: a backup's cost is the
 	// advertisements it receives, the master's those it sends.
-	g := newCluster(b, 3, append(idleDefaults(), strings.Fields(os.Getenv("BENCH_IDLE_ENV"))...)...)
+	g := newCluster(b, 3, append(idleDefaults(b), strings.Fields(os.Getenv("BENCH_IDLE_ENV"))...)...)
 	quiet(g.Lab)
 	g.startAll(b)
 	k := newCluster(b, 0)
