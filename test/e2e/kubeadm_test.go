@@ -223,7 +223,7 @@ func (k *kubeLab) restartKubelet(t *testing.T, probe *lab.Process, hm *holderMon
 func (k *kubeLab) powerCycle(t *testing.T, probe *lab.Process, hm *holderMonitor, steady func(int) func() error) {
 	h := k.waitHolder(t, time.Minute)
 	k.event(t, probe, hm, "holder powered off (every process killed, link down, kernel state lost)",
-		cost{failed: 6, double: makeBeforeBreak, why: "the master-down interval at 1 s adverts (3.6 s): requests time out one at a time (1 s each), 3-4 measured; + 2"},
+		cost{failed: 3, double: makeBeforeBreak, why: "the master-down interval at the 200 ms default (0.72 s; its host answers nothing, so the backups do not wait): the request in flight times out (1 s), 1 measured (3-4 at 1 s adverts); a second if the cut lands as one begins, + 1 for a loaded machine"},
 		func() { k.powerOff(t, h) }, k.heldElsewhere(t, h))
 	k.event(t, probe, hm, "the node powered on again (systemd starts the kubelet, which starts the static pods)",
 		cost{failed: 1, double: makeBeforeBreak, why: "the node comes back as a backup and takes nothing: 0 measured; 1 for a request in flight on a loaded machine"},
