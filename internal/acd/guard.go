@@ -417,14 +417,13 @@ func (g *Guard) ProbeNow() {
 // askProbes sends ProbeNow's probes, if asked.
 func (g *Guard) askProbes() {
 	g.mu.Lock()
-	asked := g.asked
-	g.asked = false
 	var wires []Wire
 	for _, s := range g.vips {
-		if asked && s.wire != nil {
+		if g.asked && s.wire != nil {
 			wires = append(wires, s.wire)
 		}
 	}
+	g.asked = false
 	g.mu.Unlock()
 	for _, w := range wires {
 		if err := w.Probe(); err != nil {
