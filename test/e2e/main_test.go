@@ -143,7 +143,14 @@ func figure(t testing.TB, name string, d time.Duration) {
 
 func waitLine(t testing.TB, p *lab.Process, skip int, parts ...string) int {
 	t.Helper()
-	i, err := p.WaitLine(10*time.Second, skip, parts...)
+	return waitLineWithin(t, p, 10*time.Second, skip, parts...)
+}
+
+// waitLineWithin is waitLine for a line whose cause takes longer than 10 s
+// by design (say so where it is called).
+func waitLineWithin(t testing.TB, p *lab.Process, d time.Duration, skip int, parts ...string) int {
+	t.Helper()
+	i, err := p.WaitLine(d, skip, parts...)
 	if err != nil {
 		t.Fatalf("%v\noutput:\n%s", err, p.Output())
 	}

@@ -37,8 +37,13 @@ func TestRealFailOpenTokenInvalid(t *testing.T) {
 	if _, err := c.cp.Client(c.client, node, "delete-sa", "-sa", "cpvip"); err != nil {
 		t.Fatal(err)
 	}
-	for i := range c.nodes { // the apiservers cache a token review for 10 s
-		waitLine(t, c.procs[i], 0, "API server health changed", "state=unhealthy")
+	// Each apiserver caches a successful token review for 10 s from the
+	// check that made it, which may be the one just before the deletion; the
+	// first 401 then needs FAIL_THRESHOLD checks (250 ms, then 100 ms apart).
+	// A 10 s wait was shorter than that sum (CI, stop 41): wait the cache's
+	// 10 s plus 5 s for the checks and a loaded machine.
+	for i := range c.nodes {
+		waitLineWithin(t, c.procs[i], 15*time.Second, 0, "API server health changed", "state=unhealthy")
 	}
 	allUnhealthy := time.Now()
 	keeper, _ := c.waitHolder(t, vip4, -1, 5*time.Second)
