@@ -30,8 +30,9 @@ func (r *Result) explain(env map[string]string, kind string) {
 		"fail open: a health failure every node shares (etcd quorum, a bad token everywhere) never takes the VIP away",
 		"the local apiserver's /readyz and /livez decide, over TLS verified against the cluster CA; a draining apiserver hands the VIP over before its port closes")
 	if !bgp {
-		r.Gained = append(r.Gained, "a takeover in about 3.6 s at the defaults (0.75 s at NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms; 2 advertisements "+
-			"an interval: a false takeover needs 7 lost in a row), "+
+		r.Gained = append(r.Gained, "a takeover in about 0.7 s at the defaults (NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms, 2 advertisements "+
+			"an interval: a false takeover needs 7 lost in a row; kube-vip's Lease takes vip_leaseduration, 5-15 s), "+
+			"our own daemon's restart moves nothing (NOVAEDGE_CP_VIP_RESTART_WAIT), "+
 			"with no API round trip; the VIP is never bound while another host answers for it")
 	} else {
 		r.Gained = append(r.Gained, "an unhealthy node's route is demoted, not withdrawn, while no node is healthy; BFD for sub-second failure detection (NOVAEDGE_BFD_ENABLED)")
