@@ -1,0 +1,147 @@
+package spread
+
+import (
+	"net/netip"
+	"sync"
+)
+
+// Health is what the checks say of a backend.
+type Health int
+
+// A backend is Unknown until its first verdict.
+const (
+	Unknown Health = iota
+	Up
+	Draining // its graceful shutdown began: no new connection while another serves
+	Down
+)
+
+func (h Health) String() string {
+	return [...]string{"unknown", "up", "draining", "down"}[h]
+}
+
+// Backend is one apiserver: Local is this node's own.
+type Backend struct {
+	Addr  netip.AddrPort
+	Local bool
+}
+
+// BackendStatus is a backend as status and metrics show it.
+type BackendStatus struct {
+	Backend
+	Health       Health
+	DialFailed   bool   // its last dial failed; no new connection until a check passes
+	Active       int    // connections open through it now
+	Connections  uint64 // connections it took, in all
+	DialFailures uint64
+}
+
+// Pool holds the backends and picks one for each new connection. Safe for
+// concurrent use.
+type Pool struct {
+	mu   sync.Mutex
+	st   []BackendStatus
+	next int // where the search for a tie starts: rotates
+}
+
+// NewPool returns a pool of bs, all Unknown.
+func NewPool(bs []Backend) *Pool {
+	p := &Pool{st: make([]BackendStatus, len(bs))}
+	for i, b := range bs {
+		p.st[i].Backend = b
+	}
+	return p
+}
+
+// Len is the number of backends.
+func (p *Pool) Len() int { return len(p.st) }
+
+// tier orders the backends for a new connection: healthy first; when none
+// is (a failure every node shares, say an invalid token: the checks fail,
+// the apiservers serve), any that has not refused a dial, not yet checked
+// and unhealthy before draining ones; last, those whose dial failed.
+func tier(s BackendStatus) int {
+	t := map[Health]int{Up: 0, Unknown: 1, Down: 2, Draining: 3}[s.Health]
+	if s.DialFailed {
+		t += 4
+	}
+	return t
+}
+
+// Pick returns the backend for a new connection among those not tried:
+// the best tier, then the fewest active connections, ties in turn. False
+// when every backend was tried.
+func (p *Pool) Pick(tried []bool) (int, netip.AddrPort, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := -1
+	for k := range p.st {
+		i := (p.next + k) % len(p.st)
+		if tried[i] {
+			continue
+		}
+		if best < 0 || less(p.st[i], p.st[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0, netip.AddrPort{}, false
+	}
+	p.next = best + 1
+	return best, p.st[best].Addr, true
+}
+
+func less(a, b BackendStatus) bool {
+	if ta, tb := tier(a), tier(b); ta != tb {
+		return ta < tb
+	}
+	return a.Active < b.Active
+}
+
+// Opened counts a connection to backend i; Closed ends it.
+func (p *Pool) Opened(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].Active++
+	p.st[i].Connections++
+	p.st[i].DialFailed = false
+}
+
+// Closed ends a connection Opened on backend i.
+func (p *Pool) Closed(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].Active--
+}
+
+// DialFailed says a dial to backend i failed (refused, reset, no answer):
+// no new connection goes there, while another can take it, until one of
+// its checks passes or a dial to it succeeds.
+func (p *Pool) DialFailed(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].DialFailed = true
+	p.st[i].DialFailures++
+}
+
+// SetHealth records backend i's verdict.
+func (p *Pool) SetHealth(i int, h Health) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].Health = h
+}
+
+// CheckPassed says one check of backend i passed: a dial that failed
+// before no longer keeps connections away.
+func (p *Pool) CheckPassed(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].DialFailed = false
+}
+
+// Status returns a copy of every backend's state.
+func (p *Pool) Status() []BackendStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]BackendStatus(nil), p.st...)
+}

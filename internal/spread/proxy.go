@@ -1,0 +1,154 @@
+package spread
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// ConnectTimeout is how long a dial to a backend may take before the next
+// backend is tried. A backend's kernel answers a SYN in well under a
+// millisecond on a LAN, even with its apiserver busy; one unanswered for a
+// second was lost or went to a dead host, and the kernel's own retry would
+// come only now: another backend is as fast.
+const ConnectTimeout = time.Second
+
+// Dialer dials a backend.
+type Dialer func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+
+// Proxy accepts the connections Steer hands it and carries each to a
+// backend of Pool.
+type Proxy struct {
+	Pool *Pool
+	Dial Dialer // nil: TCP with ConnectTimeout
+	Log  *slog.Logger
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{} // open client connections, closed at shutdown
+	closing bool
+}
+
+// Serve accepts on ln until ctx ends, then closes ln and every connection
+// it carries and returns once their goroutines have.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				p.Log.Warn("Accepting a connection to spread failed", "error", err)
+				continue
+			}
+			break
+		}
+		if !p.track(c, true) {
+			c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			defer p.track(c, false)
+			p.carry(ctx, c)
+		}()
+	}
+	p.closeAll()
+	p.wg.Wait()
+}
+
+// track adds or removes a client connection; false when shutting down.
+func (p *Proxy) track(c net.Conn, add bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns == nil {
+		p.conns = map[net.Conn]struct{}{}
+	}
+	if add && p.closing {
+		return false
+	}
+	if add {
+		p.conns[c] = struct{}{}
+	} else {
+		delete(p.conns, c)
+	}
+	return true
+}
+
+func (p *Proxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closing = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// carry connects the client c to a backend and copies both ways until
+// both sides are done. A backend that refuses or does not answer is
+// marked and the next one tried; the client has sent nothing yet that we
+// forwarded, so it never sees the failure.
+func (p *Proxy) carry(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	tried := make([]bool, p.Pool.Len())
+	for {
+		i, addr, ok := p.Pool.Pick(tried)
+		if !ok {
+			p.Log.Warn("No backend took a connection: closing it", "client", c.RemoteAddr().String())
+			return
+		}
+		tried[i] = true
+		b, err := p.dial(ctx, addr)
+		if err != nil {
+			p.Pool.DialFailed(i)
+			p.Log.Info("Backend refused a connection: trying the next", "backend", addr.String(), "error", err)
+			continue
+		}
+		p.Pool.Opened(i)
+		pipe(c, b)
+		p.Pool.Closed(i)
+		return
+	}
+}
+
+func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+	if p.Dial != nil {
+		return p.Dial(ctx, addr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
+	defer cancel()
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr.String())
+}
+
+// halfCloser is a connection whose sending side closes alone (TCP).
+type halfCloser interface{ CloseWrite() error }
+
+// pipe copies a to b and b to a; the end of one direction closes the
+// sending side of the other connection (a client's half close reaches the
+// apiserver), an error closes both. Returns when both directions are done,
+// with both connections closed. io.Copy between TCP connections splices in
+// the kernel.
+func pipe(a, b net.Conn) {
+	done := make(chan struct{})
+	cp := func(dst, src net.Conn) {
+		_, err := io.Copy(dst, src)
+		if hc, ok := dst.(halfCloser); ok && err == nil {
+			hc.CloseWrite()
+		} else {
+			dst.Close()
+			src.Close()
+		}
+	}
+	go func() { cp(b, a); close(done) }()
+	cp(a, b)
+	<-done
+	a.Close()
+	b.Close()
+}

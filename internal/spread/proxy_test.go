@@ -1,0 +1,161 @@
+package spread
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// backend is a TCP server on loopback that says its name and echoes.
+func backend(t *testing.T, name string) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fmt.Fprintln(c, name)
+				io.Copy(c, c)
+			}()
+		}
+	}()
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// refusing is a loopback address and port nobody listens on.
+func refusing(t *testing.T) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddrPort(ln.Addr().String())
+	ln.Close()
+	return a
+}
+
+func startProxy(t *testing.T, p *Pool) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	px := &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}
+	go func() { px.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String()
+}
+
+// hello connects through the proxy, reads the backend's name and checks
+// the echo both ways, half close included.
+func hello(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	name, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the backend's name: %v", err)
+	}
+	fmt.Fprint(c, "ping")
+	c.(*net.TCPConn).CloseWrite()
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "ping" {
+		t.Fatalf("echo %q, %v; want ping and the backend's close", rest, err)
+	}
+	return strings.TrimSpace(name)
+}
+
+func TestProxySpreadsAndRetriesRefused(t *testing.T) {
+	p := NewPool([]Backend{{Addr: backend(t, "a")}, {Addr: refusing(t)}, {Addr: backend(t, "c")}})
+	for i := range 3 {
+		p.SetHealth(i, Up) // the refusing one too: its check has not caught up yet
+	}
+	addr := startProxy(t, p)
+	count := map[string]int{}
+	for range 30 {
+		count[hello(t, addr)]++
+	}
+	if count["a"] != 15 || count["c"] != 15 {
+		t.Errorf("backends took %v, want 15 each and the refusing one's connection retried", count)
+	}
+	st := p.Status()
+	if st[1].DialFailures != 1 || !st[1].DialFailed {
+		t.Errorf("refusing backend: %+v, want one failed dial, then no more tries", st[1])
+	}
+	if st[0].Active != 0 || st[2].Active != 0 {
+		t.Errorf("active connections after all closed: %d, %d", st[0].Active, st[2].Active)
+	}
+}
+
+func TestProxyClosesWhenEveryBackendRefuses(t *testing.T) {
+	p := NewPool([]Backend{{Addr: refusing(t)}, {Addr: refusing(t)}})
+	addr := startProxy(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil {
+		t.Errorf("read %d bytes, want the connection closed", n)
+	}
+}
+
+// A long-lived connection is not cut by any timeout of ours, and the
+// proxy's shutdown closes it.
+func TestProxyKeepsIdleConnectionsAndClosesThemAtShutdown(t *testing.T) {
+	p := NewPool([]Backend{{Addr: backend(t, "a")}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // idle past ConnectTimeout
+	fmt.Fprint(c, "x")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := r.ReadByte(); err != nil || b != 'x' {
+		t.Fatalf("echo after idling: %q, %v", b, err)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	if _, err := r.ReadByte(); err == nil {
+		t.Error("connection still open after shutdown")
+	}
+}
