@@ -14,6 +14,7 @@ import (
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile"
+	"github.com/novaedge/cpvip/internal/spread"
 	"github.com/novaedge/cpvip/internal/status"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
@@ -25,13 +26,14 @@ type daemon struct {
 	checker    *health.Checker
 	rec        *reconcile.Reconciler
 	ifname     string
-	vrrp       *vrrp.Elector  // l2
-	l2         *l2.Announcer  // l2
-	guard      *acd.Guard     // l2 with conflict detection
-	speaker    *bgp.Speaker   // bgp
-	bgpElector *bgp.Elector   // bgp
-	bgpAnn     *bgp.Announcer // bgp
-	bfd        *bfd.Manager   // bgp with BFD
+	vrrp       *vrrp.Elector    // l2
+	l2         *l2.Announcer    // l2
+	guard      *acd.Guard       // l2 with conflict detection
+	speaker    *bgp.Speaker     // bgp
+	bgpElector *bgp.Elector     // bgp
+	bgpAnn     *bgp.Announcer   // bgp
+	bfd        *bfd.Manager     // bgp with BFD
+	spread     *spread.Spreader // l2 with SPREAD
 	journal    *status.Journal
 	started    time.Time
 	ready      atomic.Bool
@@ -80,6 +82,12 @@ func (d *daemon) snapshot() status.Snapshot {
 		}
 		s.Drops["vrrp"] = drops
 		s.SendFailures["garp"] = d.l2.SendFailed.Load()
+	}
+	if d.spread != nil {
+		for _, b := range d.spread.Status() {
+			s.Spread = append(s.Spread, status.SpreadBackend{Address: b.Addr.String(), Local: b.Local, Health: b.Health.String(),
+				DialFailed: b.DialFailed, Active: b.Active, Connections: b.Connections, DialFailures: b.DialFailures})
+		}
 	}
 	if d.bgpAnn != nil {
 		s.SendFailures["bgp_route"] = d.bgpAnn.Failures.Load()

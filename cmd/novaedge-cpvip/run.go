@@ -76,10 +76,17 @@ func run(args []string, stderr io.Writer) int {
 	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checker: d.checker, elector: d.vrrp, announcer: d.l2},
 		log.With("component", "reload"))
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
+	spreadDone := make(chan struct{})
+	if d.spread != nil {
+		go func() { d.spread.Run(ctx); close(spreadDone) }()
+	} else {
+		close(spreadDone)
+	}
 	d.ready.Store(true)
 	trim(log)
 	go trimLater(ctx, log)
 	d.agent.Run(ctx)
+	<-spreadDone
 	return exitOK
 }
 
@@ -131,13 +138,19 @@ func oneProc() {
 }
 
 func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
+	return newCheckerOf(cfg, cfg.APIServerURL(), cfg.APIServerReadyURL(), log.With("component", "health"))
+}
+
+// newCheckerOf checks the apiserver at url (and readyURL) with the node's
+// health settings.
+func newCheckerOf(cfg *config.Config, url, readyURL string, log *slog.Logger) (*health.Checker, error) {
 	c, err := health.New(health.Config{
-		URL: cfg.APIServerURL(), ReadyURL: cfg.APIServerReadyURL(),
+		URL: url, ReadyURL: readyURL,
 		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold, HungAfter: cfg.HealthHungAfter,
 		TokenPath: cfg.SATokenPath, CAFiles: cfg.CAFiles(), ServerName: cfg.TLSServerName,
 		InsecureSkipVerify: cfg.InsecureSkipTLSVerify,
-	}, log.With("component", "health"), time.Now)
+	}, log, time.Now)
 	if err != nil {
 		return nil, fmt.Errorf("health check: %w", err)
 	}
@@ -211,8 +224,12 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		guard.Contested, guard.Defend, guard.Served = ann.Contested, ann.Defend, elector.Served
 		go guard.Run(ctx)
 	}
-	return &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
-		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann, guard: guard}, nil
+	d := &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
+		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann, guard: guard}
+	if d.spread = newSpreader(cfg, log); d.spread != nil {
+		d.agent.Local = d.spread
+	}
+	return d, nil
 }
 
 // newGuard builds the address conflict detection of the VIPs on ifname:

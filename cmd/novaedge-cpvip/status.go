@@ -119,6 +119,19 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Peer, b.State, b.TxInterval, b.RxInterval, b.Diag, b.RemoteDiag, ago(b.Since))
 		}
 	}
+	if len(s.Spread) > 0 {
+		fmt.Fprintln(tw, "\nSPREAD BACKEND\tHEALTH\tACTIVE\tCONNECTIONS\tDIAL FAILURES")
+		for _, b := range s.Spread {
+			addr, h := b.Address, b.Health
+			if b.Local {
+				addr += " (this node)"
+			}
+			if b.DialFailed {
+				h += ", last dial failed"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", addr, h, b.Active, b.Connections, b.DialFailures)
+		}
+	}
 	if n := len(s.Transitions); n > 0 {
 		fmt.Fprintln(tw, "\nLAST TRANSITIONS\t\t\t")
 		for _, t := range s.Transitions[max(0, n-5):] {

@@ -36,13 +36,20 @@ type Journal interface {
 	Add(to, vip, reason string)
 }
 
+// LocalHealth learns the local apiserver's health (L2 spreading: the
+// local backend).
+type LocalHealth interface {
+	SetLocal(health.State)
+}
+
 // Agent is the daemon's main loop.
 type Agent struct {
 	Health    HealthChecker
 	Elector   Elector
 	Announcer Announcer
 	Log       *slog.Logger
-	Journal   Journal // optional
+	Journal   Journal     // optional
+	Local     LocalHealth // optional
 }
 
 func (a *Agent) record(to, vip, reason string) {
@@ -96,6 +103,9 @@ func (a *Agent) Run(ctx context.Context) {
 			}
 			a.record(tr.State.String(), "", reason)
 			a.Elector.SetHealthy(tr.State == health.Healthy, reason)
+			if a.Local != nil {
+				a.Local.SetLocal(tr.State)
+			}
 			continue
 		case <-ctx.Done():
 		}

@@ -174,6 +174,9 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
 		{"peers of each family", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12"}, "no peer of the address family of VIP 2001:db8::100/128"},
 		{"garp refresh", map[string]string{"NOVAEDGE_CP_VIP_GARP_REFRESH": "100ms"}, "NOVAEDGE_CP_VIP_GARP_REFRESH"},
+		{"spread with no one to spread over", map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true"}, `NOVAEDGE_CP_VIP_SPREAD_BACKENDS (--spread-backends): is empty and so is NOVAEDGE_CP_VIP_PEERS`},
+		{"spread backend not unicast", map[string]string{"NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12,224.0.0.1"}, "224.0.0.1 is not a unicast address of a node"},
+		{"spread in bgp mode", merge(bgp, map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true", "NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12"}), "NOVAEDGE_CP_VIP_SPREAD (--spread)=\"true\": is for l2 mode"},
 		{"bgp needs AS", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": ""}), "NOVAEDGE_BGP_LOCAL_AS"},
 		{"AS out of range", merge(bgp, map[string]string{"NOVAEDGE_BGP_LOCAL_AS": "4294967296"}), "NOVAEDGE_BGP_LOCAL_AS"},
 		{"router id v6", merge(bgp, map[string]string{"NOVAEDGE_BGP_ROUTER_ID": "2001:db8::1"}), "NOVAEDGE_BGP_ROUTER_ID (--bgp-router-id)=\"2001:db8::1\": must be in IPv4 form"},
@@ -289,9 +292,10 @@ func TestFieldsComplete(t *testing.T) {
 	// the advertisements per interval (issue 35: loss without false takeovers) and the
 	// hung apiserver's (issue 35: etcd stopped under it found in a second), and the
 	// backups' wait for a master whose host still answers (issue 35: our own restart
-	// moves nothing at a short advertisement interval).
-	if len(Fields()) != 45 {
-		t.Errorf("%d variables, want the spec's 38 + 7", len(Fields()))
+	// moves nothing at a short advertisement interval), and spreading's switch and
+	// backends (issue 36: every healthy apiserver serves).
+	if len(Fields()) != 47 {
+		t.Errorf("%d variables, want the spec's 38 + 9", len(Fields()))
 	}
 }
 

@@ -148,7 +148,33 @@ func (c *Config) validateL2() error {
 			return errorf("Peers", c.Peers, "no peer of the address family of VIP %s", vip)
 		}
 	}
+	return c.validateSpread()
+}
+
+func (c *Config) validateSpread() error {
+	for _, b := range c.SpreadBackends {
+		if !b.IsGlobalUnicast() || b.Zone() != "" {
+			return errorf("SpreadBackends", c.SpreadBackends, "%s is not a unicast address of a node", b)
+		}
+	}
+	switch {
+	case !c.Spread:
+		return nil
+	case c.Mode == ModeBGP:
+		return errorf("Spread", c.Spread, "is for l2 mode: in bgp mode every healthy node announces the VIP and the routers spread by ECMP")
+	case len(c.SpreadBackendList()) == 0:
+		return errorf("SpreadBackends", c.SpreadBackends, "is empty and so is NOVAEDGE_CP_VIP_PEERS: nothing to spread over but this node (list the control-plane nodes' addresses)")
+	}
 	return nil
+}
+
+// SpreadBackendList is where spreading looks for the other apiservers:
+// SPREAD_BACKENDS, else the unicast VRRP peers.
+func (c *Config) SpreadBackendList() []netip.Addr {
+	if len(c.SpreadBackends) > 0 {
+		return c.SpreadBackends
+	}
+	return c.Peers
 }
 
 // PeersOf returns the unicast VRRP peers of one address family.

@@ -107,7 +107,7 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		b, err := p.dial(ctx, addr)
 		if err != nil {
 			p.Pool.DialFailed(i)
-			p.Log.Info("Backend refused a connection: trying the next", "backend", addr.String(), "error", err)
+			p.Log.Info("Connecting to a backend failed: trying the next", "backend", addr.String(), "error", err)
 			continue
 		}
 		p.Pool.Opened(i)

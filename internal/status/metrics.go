@@ -22,6 +22,8 @@ type Metrics struct {
 	checks, transitions, actions, drop *prometheus.Desc
 	sendFailures                       *prometheus.Desc
 	conflict, conflicts, defences      *prometheus.Desc
+	spreadUp, spreadActive             *prometheus.Desc
+	spreadConns, spreadDialFailures    *prometheus.Desc
 }
 
 // NewMetrics builds a registry with our collector and the Go and process collectors.
@@ -43,9 +45,14 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
 		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",
 			[]string{"kind"}, nil),
-		conflict:  prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
-		conflicts: prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
-		defences:  prometheus.NewDesc(ns+"_address_defences_total", "Times this node defended a VIP it held against another host's first answer (RFC 5227: announced it again; a second answer within 10 s is a conflict).", nil, nil),
+		conflict:     prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
+		conflicts:    prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
+		defences:     prometheus.NewDesc(ns+"_address_defences_total", "Times this node defended a VIP it held against another host's first answer (RFC 5227: announced it again; a second answer within 10 s is a conflict).", nil, nil),
+		spreadUp:     prometheus.NewDesc(ns+"_spread_backend_up", "L2 spreading: 1 while the backend apiserver's checks pass and its last dial did not fail.", []string{"backend"}, nil),
+		spreadActive: prometheus.NewDesc(ns+"_spread_active_connections", "L2 spreading: connections carried to the backend now.", []string{"backend"}, nil),
+		spreadConns:  prometheus.NewDesc(ns+"_spread_connections_total", "L2 spreading: connections carried to the backend.", []string{"backend"}, nil),
+		spreadDialFailures: prometheus.NewDesc(ns+"_spread_dial_failures_total", "L2 spreading: dials to the backend that failed (refused, reset, unanswered for 1 s); each was retried on another backend.",
+			[]string{"backend"}, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -57,7 +64,8 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences} {
+	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences,
+		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures} {
 		ch <- d
 	}
 }
@@ -90,6 +98,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, b := range s.BFD {
 		gauge(m.bfdUp, boolf(b.State == "up"), b.Peer)
+	}
+	for _, b := range s.Spread {
+		gauge(m.spreadUp, boolf(b.Health == "up" && !b.DialFailed), b.Address)
+		gauge(m.spreadActive, float64(b.Active), b.Address)
+		counter(m.spreadConns, b.Connections, b.Address)
+		counter(m.spreadDialFailures, b.DialFailures, b.Address)
 	}
 	for _, r := range []string{"success", "failure"} {
 		counter(m.checks, s.Health.Checks[r], r)

@@ -15,6 +15,7 @@ type Snapshot struct {
 	VRRP      []VRRP                       `json:"vrrp,omitempty"`
 	BGPPeers  []BGPPeer                    `json:"bgp_peers,omitempty"`
 	BFD       []BFDSession                 `json:"bfd_sessions,omitempty"`
+	Spread    []SpreadBackend              `json:"spread_backends,omitempty"`
 	Reconcile map[string]uint64            `json:"reconcile_actions"`
 	Drops     map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
 	// SendFailures counts what could not be sent or changed, by kind:
@@ -97,6 +98,17 @@ type BFDSession struct {
 	TxInterval time.Duration `json:"tx_interval_ns"`
 	RxInterval time.Duration `json:"rx_interval_ns"`
 	Since      time.Time     `json:"since"`
+}
+
+// SpreadBackend is one apiserver that L2 spreading carries connections to.
+type SpreadBackend struct {
+	Address      string `json:"address"`
+	Local        bool   `json:"local,omitempty"`
+	Health       string `json:"health"` // unknown, up, draining, down
+	DialFailed   bool   `json:"dial_failed,omitempty"`
+	Active       int    `json:"active_connections"`
+	Connections  uint64 `json:"connections"`
+	DialFailures uint64 `json:"dial_failures"`
 }
 
 // Transition is a change of this node's role, with its reason.

@@ -1,0 +1,168 @@
+package spread
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+// Config is what a Spreader needs; cmd fills it from config.Config.
+type Config struct {
+	VIPs []netip.Addr
+	Port uint16
+	// Remotes are the other apiservers' addresses (on Port).
+	Remotes []netip.Addr
+	// NewChecker builds the health check of the apiserver at base
+	// (https://base/livez, and /readyz for a drain), as our own node's.
+	NewChecker func(base netip.AddrPort) (*health.Checker, error)
+}
+
+// Spreader runs the spreading: the pool, the remote backends' checks, the
+// proxy and the steering. Backend 0 is the local apiserver, its health
+// given by SetLocal.
+type Spreader struct {
+	cfg  Config
+	pool *Pool
+	log  *slog.Logger
+}
+
+// localAddr is where the proxy reaches this node's own apiserver: as the
+// health check does (https://localhost:PORT).
+func localAddr(port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)
+}
+
+// New returns a Spreader; Run starts it.
+func New(cfg Config, log *slog.Logger) *Spreader {
+	bs := []Backend{{Addr: localAddr(cfg.Port), Local: true}}
+	for _, r := range cfg.Remotes {
+		bs = append(bs, Backend{Addr: netip.AddrPortFrom(r, cfg.Port)})
+	}
+	return &Spreader{cfg: cfg, pool: NewPool(bs), log: log}
+}
+
+// SetLocal records the local apiserver's health (the node's own check).
+func (s *Spreader) SetLocal(st health.State) { s.pool.SetHealth(0, fromState(st)) }
+
+// Status returns every backend's state.
+func (s *Spreader) Status() []BackendStatus { return s.pool.Status() }
+
+func fromState(st health.State) Health {
+	switch st {
+	case health.Healthy:
+		return Up
+	case health.Draining:
+		return Draining
+	case health.Unhealthy:
+		return Down
+	}
+	return Unknown
+}
+
+// Run spreads until ctx ends. Whatever fails to start is logged and the
+// VIP serves from the local apiserver alone, as without spreading. At
+// the end the steering goes first: new connections reach the local
+// apiserver while the proxy closes what it carried.
+func (s *Spreader) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, r := range s.cfg.Remotes {
+		c, err := s.cfg.NewChecker(netip.AddrPortFrom(r, s.cfg.Port))
+		if err != nil {
+			s.log.Error("Cannot check a backend: it gets no connection", "backend", r.String(), "error", err)
+			s.pool.SetHealth(i+1, Down)
+			s.pool.DialFailed(i + 1)
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
+	}
+	ls, err := s.listen(ctx)
+	if err != nil {
+		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", "error", err)
+		return
+	}
+	steer, err := s.steer(ls)
+	if err != nil {
+		ls.close()
+		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", "error", err)
+		return
+	}
+	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)
+	proxy := &Proxy{Pool: s.pool, Log: s.log}
+	serveCtx, stopServing := context.WithCancel(context.Background())
+	for _, l := range []*net.TCPListener{ls.V4, ls.V6} {
+		if l != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); proxy.Serve(serveCtx, l) }()
+		}
+	}
+	<-ctx.Done()
+	if err := steer.Close(); err != nil {
+		s.log.Warn("Detaching the steering failed", "error", err)
+	}
+	stopServing()
+}
+
+// watch feeds backend i's checks into the pool.
+func (s *Spreader) watch(ctx context.Context, i int, c *health.Checker) {
+	c.OnResult = func(r health.Result) {
+		if r.OK {
+			s.pool.CheckPassed(i)
+		}
+	}
+	out := make(chan health.Transition)
+	go c.Run(ctx, out)
+	for {
+		select {
+		case tr := <-out:
+			s.pool.SetHealth(i, fromState(tr.State))
+			s.log.Info("Backend health changed", "backend", s.cfg.Remotes[i-1].String(), "state", tr.State, "reason", tr.Last.Reason)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (l Listeners) close() {
+	for _, x := range []*net.TCPListener{l.V4, l.V6} {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
+// listen opens a loopback listener per family of the VIPs.
+func (s *Spreader) listen(ctx context.Context) (Listeners, error) {
+	var ls Listeners
+	for _, v := range s.cfg.VIPs {
+		var err error
+		switch {
+		case v.Is4() && ls.V4 == nil:
+			ls.V4, err = ListenLoopback(ctx, false)
+		case v.Is6() && ls.V6 == nil:
+			ls.V6, err = ListenLoopback(ctx, true)
+		}
+		if err != nil {
+			ls.close()
+			return Listeners{}, fmt.Errorf("listening on loopback: %w", err)
+		}
+	}
+	return ls, nil
+}
+
+// steer attaches the steering to our own network namespace.
+func (s *Spreader) steer(ls Listeners) (*Steer, error) {
+	ns, err := os.Open("/proc/self/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	return NewSteer(ns, s.cfg.VIPs, s.cfg.Port, ls)
+}
