@@ -91,11 +91,15 @@ func (p *Proxy) closeAll() {
 }
 
 // carry connects the client c to a backend and copies both ways until
-// both sides are done. A backend that refuses or does not answer is
-// marked and the next one tried; the client has sent nothing yet that we
-// forwarded, so it never sees the failure.
+// both sides are done. A backend that refuses, does not answer the dial,
+// or closes or resets the connection before it has sent a byte is marked
+// and the next one tried, with what the client sent so far sent again
+// (greet): the client never sees the failure. Safe to send again: over
+// TLS no request reaches the apiserver before its first answer.
 func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 	defer c.Close()
+	g := newGreeting(c)
+	defer g.stop()
 	tried := make([]bool, p.Pool.Len())
 	for {
 		i, addr, ok := p.Pool.Pick(tried)
@@ -111,6 +115,23 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 			continue
 		}
 		p.Pool.Opened(i)
+		switch err := g.greet(b); {
+		case errors.Is(err, errClientGone):
+			b.Close()
+			p.Pool.Closed(i)
+			return
+		case err != nil:
+			b.Close()
+			p.Pool.Closed(i)
+			p.Pool.DialFailed(i)
+			if !g.replayable() {
+				p.Log.Warn("A backend failed before answering and the client's first bytes were too many to send again: closing it",
+					"backend", addr.String(), "error", err)
+				return
+			}
+			p.Log.Info("A backend failed before answering: sending the connection to the next", "backend", addr.String(), "error", err)
+			continue
+		}
 		pipe(c, b)
 		p.Pool.Closed(i)
 		return

@@ -96,6 +96,7 @@ func TestProxySpreadsAndRetriesRefused(t *testing.T) {
 	count := map[string]int{}
 	for range 30 {
 		count[hello(t, addr)]++
+		idle(t, p) // the proxy counts the connection closed a moment after the client sees it end
 	}
 	if count["a"] != 15 || count["c"] != 15 {
 		t.Errorf("backends took %v, want 15 each and the refusing one's connection retried", count)
@@ -107,6 +108,20 @@ func TestProxySpreadsAndRetriesRefused(t *testing.T) {
 	if st[0].Active != 0 || st[2].Active != 0 {
 		t.Errorf("active connections after all closed: %d, %d", st[0].Active, st[2].Active)
 	}
+}
+
+func idle(t *testing.T, p *Pool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		active := 0
+		for _, b := range p.Status() {
+			active += b.Active
+		}
+		if active == 0 {
+			return
+		}
+	}
+	t.Fatal("connections still counted active 5 s after they ended")
 }
 
 func TestProxyClosesWhenEveryBackendRefuses(t *testing.T) {

@@ -51,6 +51,12 @@ func inNetns(t *testing.T, addrs []string, f func(ns *os.File)) {
 			t.Error(err)
 			return
 		}
+		for _, a := range addrs { // the kernel adds an IPv6 address's route a moment later, from a work queue
+			if err := routed(strings.Split(a, "/")[0]); err != nil {
+				t.Error(err)
+				return
+			}
+		}
 		ns, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
 		if err != nil {
 			t.Error(err)
@@ -60,6 +66,20 @@ func inNetns(t *testing.T, addrs []string, f func(ns *os.File)) {
 		f(ns)
 	}()
 	<-done
+}
+
+// routed waits until a datagram socket can be connected to addr.
+func routed(addr string) error {
+	var err error
+	for range 200 {
+		var c net.Conn
+		if c, err = net.Dial("udp", net.JoinHostPort(addr, "9")); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
 }
 
 // serveName answers every connection on l with name.

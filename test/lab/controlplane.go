@@ -116,18 +116,23 @@ func NewControlPlane(l *Lab, bin RealBinaries, nodes []*Host, vips []netip.Addr,
 	return c, nil
 }
 
-// auditPolicy records who asked for the health endpoints and the answer:
-// the tests read from it which token the daemon's checks carried.
+// auditPolicy records who asked for the health endpoints and the answer
+// (the tests read from it which token the daemon's checks carried), and
+// the client tool's probe, a GET of namespace kube-system (which apiserver
+// served it: spreading).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
   nonResourceURLs: ["/livez", "/livez/*", "/readyz", "/readyz/*"]
+- level: Metadata
+  verbs: ["get"]
+  resources: [{group: "", resources: ["namespaces"], resourceNames: ["kube-system"]}]
 - level: None
 `
 
-// AuditEvent is one health request as node i's apiserver audited it.
+// AuditEvent is one request (a health check, a probe) as node i's apiserver audited it.
 type AuditEvent struct {
 	Time time.Time
 	User string // "system:anonymous" without a token
@@ -135,7 +140,7 @@ type AuditEvent struct {
 	Code int
 }
 
-// Audit returns the health requests node i's apiserver has answered.
+// Audit returns the health requests and probes node i's apiserver has answered.
 func (c *ControlPlane) Audit(i int) ([]AuditEvent, error) {
 	b, err := os.ReadFile(c.auditLog(i))
 	if err != nil {

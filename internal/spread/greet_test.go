@@ -1,0 +1,133 @@
+package spread
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dying accepts, reads what the client sends first and resets the
+// connection without a word: an apiserver killed between the kernel's
+// handshake and its first answer.
+func dying(t *testing.T) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 100))
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// answering reads a line and answers name: line, then echoes.
+func answering(t *testing.T, name string) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				line, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				fmt.Fprintf(c, "%s: %s", name, line)
+				io.Copy(c, r)
+			}()
+		}
+	}()
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+func TestGreetingMovesAConnectionWhoseBackendDiesBeforeAnswering(t *testing.T) {
+	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
+	p.SetHealth(0, Up)
+	p.SetHealth(1, Up)
+	addr := startProxy(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprint(c, "client hello\n")
+	r := bufio.NewReader(c)
+	got, err := r.ReadString('\n')
+	if err != nil || got != "b: client hello\n" {
+		t.Fatalf("got %q, %v; want the second backend's answer to the first bytes, sent again", got, err)
+	}
+	fmt.Fprint(c, "more")
+	c.(*net.TCPConn).CloseWrite()
+	rest, err := io.ReadAll(r)
+	if err != nil || string(rest) != "more" {
+		t.Errorf("after the answer: %q, %v", rest, err)
+	}
+	if st := p.Status(); st[0].DialFailures != 1 || st[1].Connections != 1 {
+		t.Errorf("pool %+v: want the dying backend marked once, the other carrying the connection", st)
+	}
+}
+
+// More than maxReplay before any answer cannot be sent again: the client
+// sees the failure.
+func TestGreetingGivesUpPastMaxReplay(t *testing.T) {
+	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
+	p.SetHealth(0, Up)
+	p.SetHealth(1, Up)
+	addr := startProxy(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	go c.Write([]byte(strings.Repeat("x", maxReplay+1)))
+	if b, err := io.ReadAll(c); err == nil && len(b) > 0 {
+		t.Errorf("read %q, want the connection ended", b)
+	}
+}
+
+// A client that sends and half closes before the backend answers gets
+// its answer: the half close reaches the backend, again after a retry.
+func TestGreetingCarriesAnEarlyHalfClose(t *testing.T) {
+	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
+	p.SetHealth(0, Up)
+	p.SetHealth(1, Up)
+	addr := startProxy(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprint(c, "bye\n")
+	c.(*net.TCPConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	if err != nil || string(b) != "b: bye\n" {
+		t.Errorf("got %q, %v", b, err)
+	}
+}

@@ -1,0 +1,181 @@
+package e2e
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// spreadEnv turns spreading on with every node's address listed: the same
+// list on each node, its own skipped.
+func spreadEnv(c *realCluster) []string {
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.IPv4.Addr().String())
+	}
+	return []string{"NOVAEDGE_CP_VIP_SPREAD=true", "NOVAEDGE_CP_VIP_SPREAD_BACKENDS=" + strings.Join(addrs, ",")}
+}
+
+// spreadStatus is what status -o json says of spreading.
+type spreadStatus struct {
+	Spread []struct {
+		Address      string `json:"address"`
+		Local        bool   `json:"local"`
+		Health       string `json:"health"`
+		Connections  uint64 `json:"connections"`
+		DialFailures uint64 `json:"dial_failures"`
+	} `json:"spread_backends"`
+}
+
+func readSpread(t testing.TB, h *lab.Host) spreadStatus {
+	t.Helper()
+	js, err := h.Exec(binary, "status", "-o", "json")
+	if err != nil {
+		t.Fatalf("%s: status: %v", h.Name, err)
+	}
+	var s spreadStatus
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("%s: status JSON: %v\n%s", h.Name, err, js)
+	}
+	return s
+}
+
+// served counts the probes each apiserver answered since from (its audit log).
+func (c *realCluster) served(t testing.TB, from time.Time) []int {
+	t.Helper()
+	out := make([]int, len(c.nodes))
+	for i := range c.nodes {
+		events, err := c.cp.Audit(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events {
+			if strings.HasPrefix(e.URI, "/api/v1/namespaces/kube-system?") && !e.Time.Before(from) {
+				out[i]++
+			}
+		}
+	}
+	return out
+}
+
+// probes runs n clients through the VIP at once, each a fresh connection
+// and one request every `every` for d, and returns their samples.
+func (c *realCluster) probes(t testing.TB, n int, d, every time.Duration) [][]lab.Sample {
+	t.Helper()
+	ps := make([]*lab.Process, n)
+	for i := range ps {
+		p, err := c.cp.StartProbe(c.client, realServer, d, "-every", every.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps[i] = p
+	}
+	out := make([][]lab.Sample, n)
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := p.Wait(d + 30*time.Second); err != nil {
+				t.Errorf("client %d: %v", i, err)
+			}
+			out[i] = lab.Samples(p)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func counts(ss [][]lab.Sample) (ok, failed int, firstErr string) {
+	for _, s := range ss {
+		o, f, e := lab.RequestCounts(s, time.Time{}, time.Now().Add(time.Hour))
+		ok, failed = ok+o, failed+f
+		if firstErr == "" {
+			firstErr = e
+		}
+	}
+	return ok, failed, firstErr
+}
+
+// TestRealSpread: with spreading on, new connections through the VIP are
+// spread over the three apiservers (issue 36: each within ±10 % of a
+// third, counted by the apiservers' own audit logs); a backend whose
+// apiserver is SIGKILLed gets no more connections and no client sees its
+// refusal; started again, it takes its share again.
+func TestRealSpread(t *testing.T) {
+	c := newRealCluster(t, 3, lab.APIServerOptions{})
+	c.extra = append(c.extra, spreadEnv(c)...)
+	withStatus(c.cluster)
+	c.startControlPlane(t)
+	c.startAll(t)
+	holder, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+	waitLine(t, c.procs[holder], 0, "Spreading new connections to the VIP over the apiservers", "backends=3")
+	for i := range c.nodes {
+		if i != holder { // each backend checked healthy before the clients start
+			waitLine(t, c.procs[holder], 0, "Backend health changed", "backend="+c.nodes[i].IPv4.Addr().String(), "state=healthy")
+		}
+	}
+
+	start := time.Now()
+	// 30 clients, a request every 300 ms for 30 s each: 3000 new
+	// connections, what this 2-core machine serves beside three apiservers
+	// and etcds without time-outs.
+	ss := c.probes(t, 30, 30*time.Second, 300*time.Millisecond)
+	ok, failed, firstErr := counts(ss)
+	served := c.served(t, start)
+	total := served[0] + served[1] + served[2]
+	t.Logf("FIGURE spread: %d requests from 30 clients, each a new connection, served %v by n1, n2, n3 (holder %s); %d failed (first error %q)",
+		total, served, c.nodes[holder].Name, failed, firstErr)
+	if failed > 0 {
+		t.Errorf("%d of %d requests failed through the spreading VIP", failed, ok+failed)
+	}
+	for i, n := range served {
+		if third := float64(total) / 3; math.Abs(float64(n)-third) > 0.1*third {
+			t.Errorf("%s served %d of %d, want a third ±10 %%", c.nodes[i].Name, n, total)
+		}
+	}
+
+	victim := (holder + 1) % 3
+	if err := c.cp.SignalAPIServer(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	ss = c.probes(t, 10, 5*time.Second, 50*time.Millisecond)
+	ok, failed, firstErr = counts(ss)
+	served = c.served(t, killed)
+	st := readSpread(t, c.nodes[holder])
+	t.Logf("FIGURE spread: %s's apiserver SIGKILLed: %d requests, %d failed (first error %q), served %v; holder's backends %+v",
+		c.nodes[victim].Name, ok+failed, failed, firstErr, served, st.Spread)
+	if failed > 0 {
+		t.Errorf("%d requests failed after a backend's apiserver was killed: its refusal must be retried on another backend", failed)
+	}
+	if served[victim] != 0 {
+		t.Errorf("the killed apiserver served %d", served[victim])
+	}
+
+	skip := c.procs[holder].Lines()
+	if err := c.cp.StartAPIServer(victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cp.WaitLive(victim, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitLineWithin(t, c.procs[holder], 20*time.Second, skip, "Backend health changed", "backend="+c.nodes[victim].IPv4.Addr().String(), "state=healthy")
+	back := time.Now()
+	ss = c.probes(t, 10, 5*time.Second, 100*time.Millisecond)
+	_, failed, firstErr = counts(ss)
+	served = c.served(t, back)
+	t.Logf("FIGURE spread: %s's apiserver back: served %v, %d failed (first error %q)", c.nodes[victim].Name, served, failed, firstErr)
+	if served[victim] == 0 {
+		t.Errorf("the restarted apiserver of %s took no connection: %v", c.nodes[victim].Name, served)
+	}
+	if failed > 0 {
+		t.Errorf("%d requests failed after the backend returned", failed)
+	}
+}
