@@ -14,6 +14,7 @@
 //     node's apiserver is: internal/health), the connections each carries,
 //     and which one a new connection goes to.
 //   - Proxy (proxy.go): accepts, dials the picked backend (a refused or
-//     unanswered dial goes to the next one: the client never sees it), then
+//     unanswered dial, or a reset before the backend's first byte, goes to the
+//     next one with the client's first bytes again: the client never sees it), then
 //     copies both ways (splice(2) in the kernel) with no timeout of ours.
 package spread

@@ -116,10 +116,13 @@ func (g *greeting) greet(b net.Conn) error {
 				return berr
 			}
 		case r := <-first:
+			if len(r.b) == 0 && (r.err == nil || errors.Is(r.err, io.EOF)) {
+				// A close, not a failure: the backend ends the connection
+				// as it chose to (a TLS server whose client left in the
+				// handshake closes; a dying one resets). Passed on.
+				return g.handOver(b)
+			}
 			if len(r.b) == 0 {
-				if r.err == nil {
-					r.err = io.ErrNoProgress
-				}
 				return r.err
 			}
 			if _, err := g.c.Write(r.b); err != nil {

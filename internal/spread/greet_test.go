@@ -111,12 +111,58 @@ func TestGreetingGivesUpPastMaxReplay(t *testing.T) {
 	}
 }
 
-// A client that sends and half closes before the backend answers gets
-// its answer: the half close reaches the backend, again after a retry.
-func TestGreetingCarriesAnEarlyHalfClose(t *testing.T) {
-	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
+// closing accepts, reads what the client sends first and closes the
+// connection (FIN), as a TLS server does when its client leaves in the
+// handshake.
+func closing(t *testing.T) netip.AddrPort {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, c)
+			c.Close()
+		}
+	}()
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// A client that half closes before any answer and a backend that then
+// closes unanswered: the backend answered the close. The connection ends,
+// nothing is retried and no backend is blamed. Only a reset is a failure.
+func TestGreetingEndsWithTheClientsEarlyHalfClose(t *testing.T) {
+	p := NewPool([]Backend{{Addr: closing(t)}, {Addr: answering(t, "b")}})
 	p.SetHealth(0, Up)
 	p.SetHealth(1, Up)
+	addr := startProxy(t, p)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprint(c, "bye\n")
+	c.(*net.TCPConn).CloseWrite()
+	if b, _ := io.ReadAll(c); len(b) > 0 {
+		t.Errorf("got %q, want the connection ended unanswered", b)
+	}
+	idle(t, p)
+	if st := p.Status(); st[0].DialFailures != 0 || st[1].Connections != 0 {
+		t.Errorf("pool %+v: want no backend blamed, no retry", st)
+	}
+}
+
+// An answer to a half-closed client still reaches it.
+func TestGreetingAnswersAHalfClosedClient(t *testing.T) {
+	p := NewPool([]Backend{{Addr: answering(t, "b")}})
+	p.SetHealth(0, Up)
 	addr := startProxy(t, p)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

@@ -92,10 +92,11 @@ func (p *Proxy) closeAll() {
 
 // carry connects the client c to a backend and copies both ways until
 // both sides are done. A backend that refuses, does not answer the dial,
-// or closes or resets the connection before it has sent a byte is marked
-// and the next one tried, with what the client sent so far sent again
-// (greet): the client never sees the failure. Safe to send again: over
-// TLS no request reaches the apiserver before its first answer.
+// or resets the connection before it has sent a byte (an apiserver dying
+// between the kernel's handshake and its own) is marked and the next one
+// tried, with what the client sent so far sent again (greet): the client
+// never sees the failure. Safe to send again: over TLS no request reaches
+// the apiserver before its first answer. A close (FIN) is passed on.
 func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	g := newGreeting(c)
