@@ -7,18 +7,22 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
 
 // ConnectTimeout is how long a dial to a backend may take before the next
 // backend is tried. A backend's kernel answers a SYN in well under a
-// millisecond on a LAN, even with its apiserver busy; one unanswered for a
-// second was lost or went to a dead host, and the kernel's own retry would
-// come only now: another backend is as fast.
-const ConnectTimeout = time.Second
+// millisecond on a LAN; one that does not within this has a full accept
+// queue (its apiserver overloaded, or dying under SIGKILL and accepting
+// no more) or is gone, and its SYN's retransmission would come only after
+// a second, when the client's own time-out may have passed. The last
+// backend left to try gets no time-out of ours: the kernel's retries and
+// the client's time-out decide.
+const ConnectTimeout = 250 * time.Millisecond
 
-// Dialer dials a backend.
+// Dialer dials a backend; ctx carries the time-out.
 type Dialer func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 
 // Proxy accepts the connections Steer hands it and carries each to a
@@ -109,7 +113,8 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 			return
 		}
 		tried[i] = true
-		b, err := p.dial(ctx, addr)
+		last := !slices.Contains(tried, false)
+		b, err := p.dial(ctx, addr, last)
 		if err != nil {
 			p.Pool.DialFailed(i)
 			p.Log.Info("Connecting to a backend failed: trying the next", "backend", addr.String(), "error", err)
@@ -139,12 +144,17 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 	}
 }
 
-func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+// dial connects to addr within ConnectTimeout, or as long as the kernel
+// tries when it is the last backend left.
+func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort, last bool) (net.Conn, error) {
+	if !last {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
+		defer cancel()
+	}
 	if p.Dial != nil {
 		return p.Dial(ctx, addr)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ConnectTimeout)
-	defer cancel()
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr.String())
 }

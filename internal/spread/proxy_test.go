@@ -174,3 +174,41 @@ func TestProxyKeepsIdleConnectionsAndClosesThemAtShutdown(t *testing.T) {
 		t.Error("connection still open after shutdown")
 	}
 }
+
+// A backend whose SYNs go unanswered (a full accept queue, a host gone)
+// costs a connection ConnectTimeout; the last one left gets no time-out.
+func TestProxyDialTimesOutButForTheLast(t *testing.T) {
+	silent := netip.MustParseAddrPort("192.0.2.1:6443") // stands for a SYN never answered
+	var deadlines []bool
+	dial := func(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
+		d, ok := ctx.Deadline()
+		deadlines = append(deadlines, ok && time.Until(d) <= ConnectTimeout)
+		if addr == silent {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", addr.String())
+	}
+	p := NewPool([]Backend{{Addr: silent}, {Addr: backend(t, "b")}})
+	p.SetHealth(0, Up)
+	p.SetHealth(1, Up)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&Proxy{Pool: p, Dial: dial, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
+	defer func() { cancel(); <-done }()
+	start := time.Now()
+	if name := hello(t, ln.Addr().String()); name != "b" {
+		t.Fatalf("answered by %q", name)
+	}
+	if took := time.Since(start); took < ConnectTimeout || took > ConnectTimeout+time.Second {
+		t.Errorf("took %v, want about ConnectTimeout (%v)", took, ConnectTimeout)
+	}
+	if len(deadlines) != 2 || !deadlines[0] || deadlines[1] {
+		t.Errorf("time-outs of the dials %v, want ConnectTimeout for the first, none for the last", deadlines)
+	}
+}
