@@ -2,6 +2,7 @@ package spread
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -91,7 +92,12 @@ func (s *Spreader) Run(ctx context.Context) {
 	steer, err := s.steer(ls)
 	if err != nil {
 		ls.close()
-		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", "error", err)
+		args := []any{"error", err}
+		if errors.Is(err, os.ErrPermission) {
+			args = append(args, "hint", "the sk_lookup program needs CAP_BPF and the bpf system call: "+
+				"under systemd, install /usr/share/novaedge-cpvip/spread.conf as a drop-in")
+		}
+		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", args...)
 		return
 	}
 	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)

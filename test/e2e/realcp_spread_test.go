@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -177,5 +178,32 @@ func TestRealSpread(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Errorf("%d requests failed after the backend returned", failed)
+	}
+
+	// Our daemon SIGKILLed on the holder: the kernel detaches the steering
+	// with the process, the VIP stays bound (the backups wait while the
+	// holder's host answers), so the local apiserver serves the VIP alone
+	// until the daemon is back and spreads again.
+	c.procs[holder].Kill()
+	killedAt := time.Now()
+	probe, err := c.cp.StartProbe(c.client, realServer, 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the kubelet's or systemd's restart
+	if err := c.restart(holder); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, c.procs[holder], 0, "Spreading new connections to the VIP over the apiservers")
+	if _, err := probe.Wait(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	served = c.served(t, killedAt)
+	// The request in flight through the killed proxy is cut with it; a
+	// probe sends one at a time.
+	failedAtMost(t, probe, killedAt, fmt.Sprintf("spread: holder's daemon SIGKILLed and restarted 1.5 s later (served %v)", served), 1,
+		"the one request in flight through the killed proxy")
+	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
+		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
 	}
 }

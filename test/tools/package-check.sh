@@ -28,6 +28,7 @@ done
 dpkg -i "$deb" >/dev/null
 /usr/bin/novaedge-cpvip version | grep -q '^novaedge-cpvip ' || fail "binary does not run"
 test -f /lib/systemd/system/novaedge-cpvip.service || fail "unit missing"
+test -f /usr/share/novaedge-cpvip/spread.conf || fail "the drop-in for spreading is missing"
 # Root writes it, the service's group reads it (reload reads it again).
 getent passwd novaedge-cpvip >/dev/null || fail "no user novaedge-cpvip"
 test "$(stat -c '%a %U %G' /etc/novaedge/cpvip.env)" = "640 root novaedge-cpvip" || fail "cpvip.env is $(stat -c '%a %U %G' /etc/novaedge/cpvip.env)"
@@ -67,7 +68,7 @@ fi
 
 if command -v rpm >/dev/null 2>&1; then
   files=$(rpm -qpl "$rpm" 2>/dev/null)
-  for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /usr/share/novaedge-cpvip/cpvip.env /usr/lib/sysusers.d/novaedge-cpvip.conf; do
+  for f in /usr/bin/novaedge-cpvip /lib/systemd/system/novaedge-cpvip.service /usr/share/novaedge-cpvip/cpvip.env /usr/share/novaedge-cpvip/spread.conf /usr/lib/sysusers.d/novaedge-cpvip.conf; do
     echo "$files" | grep -qx "$f" || fail "rpm lacks $f"
   done
   # The postinst creates it; a ghost, so rpm keeps it across an upgrade
