@@ -49,11 +49,11 @@ type Listeners struct {
 
 // NewSteer loads the program for vips on port and attaches it to the
 // network namespace netns (a file of /proc/PID/ns/net).
-func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (s *Steer, err error) {
-	s = &Steer{}
+func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (_ *Steer, err error) {
+	s := &Steer{}
 	defer func() {
 		if err != nil {
-			s.Close()
+			s.Close() // what was made before the failure
 		}
 	}()
 	s.sockets, err = ebpf.NewMap(&ebpf.MapSpec{Name: "cpvip_spread", Type: ebpf.SockMap,
@@ -78,10 +78,11 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (s *
 	if err != nil {
 		return nil, fmt.Errorf("loading the sk_lookup program: %w", err)
 	}
-	s.link, err = link.AttachNetNs(int(netns.Fd()), s.prog)
-	if err != nil {
+	l, err := link.AttachNetNs(int(netns.Fd()), s.prog)
+	if err != nil { // l is a nil *NetNsLink: not stored, or s.link would be a non-nil interface
 		return nil, fmt.Errorf("attaching the sk_lookup program: %w", err)
 	}
+	s.link = l
 	return s, nil
 }
 

@@ -203,3 +203,26 @@ func TestSteerPassesWithoutAListener(t *testing.T) {
 		}
 	})
 }
+
+// A failure half way (here the attach: not a network namespace) returns
+// the error and frees what was made: no panic, nothing attached.
+func TestSteerFailsCleanly(t *testing.T) {
+	inNetns(t, nil, func(ns *os.File) {
+		v4, err := ListenLoopback(context.Background(), false)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer v4.Close()
+		notNS, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer notNS.Close()
+		s, err := NewSteer(notNS, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4})
+		if err == nil || s != nil {
+			t.Errorf("NewSteer on %s: %v, %v; want an error and no Steer", os.DevNull, s, err)
+		}
+	})
+}

@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSpreadCapabilities: spreading asked for under the default unit's two
+// capabilities cannot load its sk_lookup program; the daemon says why and
+// how to grant it, and the VIP works as without spreading. With CAP_BPF
+// added (packaging/spread.conf) the VIP's connections go through our
+// proxy, to the local apiserver here (the listed peer has none).
+func TestSpreadCapabilities(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		caps string
+		line []string
+	}{
+		{"without CAP_BPF", "net_admin,+net_raw", []string{"Cannot spread connections", "CAP_BPF"}},
+		{"with CAP_BPF", "net_admin,+net_raw,+bpf", []string{"Spreading new connections to the VIP over the apiservers", "backends=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newL2Lab(t)
+			args := []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+				"--inh-caps=-all,+" + tc.caps, "--ambient-caps=-all,+" + tc.caps, "--bounding-set=-all,+" + tc.caps, "--no-new-privs", binary, "run"}
+			p, err := l.node.Start("cpvip", l.env("NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450", "NOVAEDGE_CP_VIP_SA_TOKEN_PATH=/nonexistent/token",
+				"NOVAEDGE_CP_VIP_SPREAD=true", "NOVAEDGE_CP_VIP_SPREAD_BACKENDS=192.0.2.11,192.0.2.12"), args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitLine(t, p, 0, tc.line...)
+			l.waitVIP(t, vip4, true, 15*time.Second)
+			l.waitVIP(t, vip6, true, 15*time.Second)
+			waitLine(t, p, 0, "API server health changed", "state=healthy")
+			for _, vip := range []string{"192.0.2.100", "2001:db8::100"} {
+				if who, err := l.client.Whoami(mustAddr(vip), 6443, 5*time.Second); err != nil || who != "n1" {
+					t.Errorf("client via %s: %q %v", vip, who, err)
+				}
+			}
+			st := readSpread(t, l.node)
+			t.Logf("backends: %+v", st.Spread)
+			carried := len(st.Spread) == 2 && st.Spread[0].Local && st.Spread[0].Connections >= 2
+			if want := strings.Contains(tc.caps, "bpf"); carried != want {
+				t.Errorf("the proxy carried the client's connections: %v, want %v", carried, want)
+			}
+		})
+	}
+}
