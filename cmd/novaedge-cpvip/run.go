@@ -68,10 +68,19 @@ func run(args []string, stderr io.Writer) int {
 	}
 	d.cfg, d.started, d.journal = cfg, time.Now(), status.NewJournal(time.Now)
 	d.agent.Journal = d.journal
+	var observe []func(health.Result)
+	if d.spread != nil {
+		observe = append(observe, d.spread.LocalResult)
+	}
 	if cfg.MetricsAddr != "" {
 		m := status.NewMetrics(d.snapshot, d.journal)
-		d.checker.OnResult = func(r health.Result) { m.ObserveCheck(r.Duration) }
+		observe = append(observe, func(r health.Result) { m.ObserveCheck(r.Duration) })
 		status.Serve(ctx, cfg.MetricsAddr, status.Handler(m, d.snapshot), log)
+	}
+	d.checker.OnResult = func(r health.Result) {
+		for _, f := range observe {
+			f(r)
+		}
 	}
 	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checker: d.checker, elector: d.vrrp, announcer: d.l2},
 		log.With("component", "reload"))

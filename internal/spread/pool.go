@@ -124,11 +124,14 @@ func (p *Pool) DialFailed(i int) {
 	p.st[i].DialFailures++
 }
 
-// SetHealth records backend i's verdict.
+// SetHealth records backend i's verdict; Up, a check has just passed.
 func (p *Pool) SetHealth(i int, h Health) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.st[i].Health = h
+	if h == Up {
+		p.st[i].DialFailed = false
+	}
 }
 
 // CheckPassed says one check of backend i passed: a dial that failed

@@ -114,3 +114,26 @@ func TestStatusCounts(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// A failed dial keeps a backend last only until a check passes or a fresh
+// verdict comes: it is never starved for good.
+func TestDialFailedEndsWithAPassingCheck(t *testing.T) {
+	p := threeBackends()
+	for i := range 3 {
+		p.SetHealth(i, Up)
+	}
+	p.DialFailed(0)
+	for range 4 {
+		if i := pick(t, p); i == 0 {
+			t.Fatal("picked the backend whose dial failed while others serve")
+		}
+	}
+	p.SetHealth(0, Up)
+	seen := map[int]bool{}
+	for range 3 {
+		seen[pick(t, p)] = true
+	}
+	if !seen[0] {
+		t.Errorf("picked %v after a fresh verdict, want backend 0 back in turn", seen)
+	}
+}

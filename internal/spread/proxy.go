@@ -43,15 +43,24 @@ type Proxy struct {
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				p.Log.Warn("Accepting a connection to spread failed", "error", err)
+				// Out of file descriptors, say: as net/http, wait 5 ms
+				// doubling to 1 s rather than spin.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				p.Log.Warn("Accepting a connection to spread failed", "error", err, "retry_in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-ctx.Done():
+				}
 				continue
 			}
 			break
 		}
+		backoff = 0
 		if !p.track(c, true) {
 			c.Close()
 			continue

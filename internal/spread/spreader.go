@@ -51,6 +51,14 @@ func New(cfg Config, log *slog.Logger) *Spreader {
 // SetLocal records the local apiserver's health (the node's own check).
 func (s *Spreader) SetLocal(st health.State) { s.pool.SetHealth(0, fromState(st)) }
 
+// LocalResult sees each of the node's own checks: a passing one lets the
+// local apiserver take connections again after a failed dial.
+func (s *Spreader) LocalResult(r health.Result) {
+	if r.OK {
+		s.pool.CheckPassed(0)
+	}
+}
+
 // Status returns every backend's state.
 func (s *Spreader) Status() []BackendStatus { return s.pool.Status() }
 
