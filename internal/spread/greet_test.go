@@ -8,73 +8,36 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
-	"time"
 )
 
 // dying accepts, reads what the client sends first and resets the
 // connection without a word: an apiserver killed between the kernel's
 // handshake and its first answer.
 func dying(t *testing.T) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Read(make([]byte, 100))
-			c.(*net.TCPConn).SetLinger(0)
-			c.Close()
-		}
-	}()
-	return netip.MustParseAddrPort(ln.Addr().String())
+	return serve(t, func(c net.Conn) {
+		c.Read(make([]byte, 100))
+		c.(*net.TCPConn).SetLinger(0)
+		c.Close()
+	})
 }
 
 // answering reads a line and answers name: line, then echoes.
 func answering(t *testing.T, name string) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				line, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				fmt.Fprintf(c, "%s: %s", name, line)
-				io.Copy(c, r)
-			}()
+	return serve(t, func(c net.Conn) {
+		defer c.Close()
+		r := bufio.NewReader(c)
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
 		}
-	}()
-	return netip.MustParseAddrPort(ln.Addr().String())
+		fmt.Fprintf(c, "%s: %s", name, line)
+		io.Copy(c, r)
+	})
 }
 
 func TestGreetingMovesAConnectionWhoseBackendDiesBeforeAnswering(t *testing.T) {
-	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
-	p.SetHealth(0, Up)
-	p.SetHealth(1, Up)
-	addr := startProxy(t, p)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	p := upPool(dying(t), answering(t, "b"))
+	c := dialProxy(t, p)
 	fmt.Fprint(c, "client hello\n")
 	r := bufio.NewReader(c)
 	got, err := r.ReadString('\n')
@@ -82,7 +45,7 @@ func TestGreetingMovesAConnectionWhoseBackendDiesBeforeAnswering(t *testing.T) {
 		t.Fatalf("got %q, %v; want the second backend's answer to the first bytes, sent again", got, err)
 	}
 	fmt.Fprint(c, "more")
-	c.(*net.TCPConn).CloseWrite()
+	c.CloseWrite()
 	rest, err := io.ReadAll(r)
 	if err != nil || string(rest) != "more" {
 		t.Errorf("after the answer: %q, %v", rest, err)
@@ -95,16 +58,8 @@ func TestGreetingMovesAConnectionWhoseBackendDiesBeforeAnswering(t *testing.T) {
 // More than maxReplay before any answer cannot be sent again: the client
 // sees the failure.
 func TestGreetingGivesUpPastMaxReplay(t *testing.T) {
-	p := NewPool([]Backend{{Addr: dying(t)}, {Addr: answering(t, "b")}})
-	p.SetHealth(0, Up)
-	p.SetHealth(1, Up)
-	addr := startProxy(t, p)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	p := upPool(dying(t), answering(t, "b"))
+	c := dialProxy(t, p)
 	go c.Write([]byte(strings.Repeat("x", maxReplay+1)))
 	if b, err := io.ReadAll(c); err == nil && len(b) > 0 {
 		t.Errorf("read %q, want the connection ended", b)
@@ -115,41 +70,20 @@ func TestGreetingGivesUpPastMaxReplay(t *testing.T) {
 // connection (FIN), as a TLS server does when its client leaves in the
 // handshake.
 func closing(t *testing.T) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			io.Copy(io.Discard, c)
-			c.Close()
-		}
-	}()
-	return netip.MustParseAddrPort(ln.Addr().String())
+	return serve(t, func(c net.Conn) {
+		io.Copy(io.Discard, c)
+		c.Close()
+	})
 }
 
 // A client that half closes before any answer and a backend that then
 // closes unanswered: the backend answered the close. The connection ends,
 // nothing is retried and no backend is blamed. Only a reset is a failure.
 func TestGreetingEndsWithTheClientsEarlyHalfClose(t *testing.T) {
-	p := NewPool([]Backend{{Addr: closing(t)}, {Addr: answering(t, "b")}})
-	p.SetHealth(0, Up)
-	p.SetHealth(1, Up)
-	addr := startProxy(t, p)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	p := upPool(closing(t), answering(t, "b"))
+	c := dialProxy(t, p)
 	fmt.Fprint(c, "bye\n")
-	c.(*net.TCPConn).CloseWrite()
+	c.CloseWrite()
 	if b, _ := io.ReadAll(c); len(b) > 0 {
 		t.Errorf("got %q, want the connection ended unanswered", b)
 	}
@@ -161,17 +95,9 @@ func TestGreetingEndsWithTheClientsEarlyHalfClose(t *testing.T) {
 
 // An answer to a half-closed client still reaches it.
 func TestGreetingAnswersAHalfClosedClient(t *testing.T) {
-	p := NewPool([]Backend{{Addr: answering(t, "b")}})
-	p.SetHealth(0, Up)
-	addr := startProxy(t, p)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialProxy(t, upPool(answering(t, "b")))
 	fmt.Fprint(c, "bye\n")
-	c.(*net.TCPConn).CloseWrite()
+	c.CloseWrite()
 	b, err := io.ReadAll(c)
 	if err != nil || string(b) != "b: bye\n" {
 		t.Errorf("got %q, %v", b, err)

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// backend is a TCP server on loopback that says its name and echoes.
-func backend(t *testing.T, name string) netip.AddrPort {
+// serve runs a TCP server on loopback that hands each connection to
+// handle on a goroutine of its own, until the test ends.
+func serve(t *testing.T, handle func(net.Conn)) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,14 +28,19 @@ func backend(t *testing.T, name string) netip.AddrPort {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				fmt.Fprintln(c, name)
-				io.Copy(c, c)
-			}()
+			go handle(c)
 		}
 	}()
 	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// backend says its name and echoes.
+func backend(t *testing.T, name string) netip.AddrPort {
+	return serve(t, func(c net.Conn) {
+		defer c.Close()
+		fmt.Fprintln(c, name)
+		io.Copy(c, c)
+	})
 }
 
 // refusing is a loopback address and port nobody listens on.
@@ -61,6 +67,31 @@ func startProxy(t *testing.T, p *Pool) string {
 	go func() { px.Serve(ctx, ln); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return ln.Addr().String()
+}
+
+// upPool is a pool of addrs, every one healthy.
+func upPool(addrs ...netip.AddrPort) *Pool {
+	bs := make([]Backend, len(addrs))
+	for i, a := range addrs {
+		bs[i].Addr = a
+	}
+	p := NewPool(bs)
+	for i := range bs {
+		p.SetHealth(i, Up)
+	}
+	return p
+}
+
+// dialProxy starts a proxy of p and connects to it, with a 5 s deadline.
+func dialProxy(t *testing.T, p *Pool) *net.TCPConn {
+	t.Helper()
+	c, err := net.Dial("tcp", startProxy(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	return c.(*net.TCPConn)
 }
 
 // hello connects through the proxy, reads the backend's name and checks
@@ -125,14 +156,7 @@ func idle(t *testing.T, p *Pool) {
 }
 
 func TestProxyClosesWhenEveryBackendRefuses(t *testing.T) {
-	p := NewPool([]Backend{{Addr: refusing(t)}, {Addr: refusing(t)}})
-	addr := startProxy(t, p)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c := dialProxy(t, NewPool([]Backend{{Addr: refusing(t)}, {Addr: refusing(t)}}))
 	if n, err := c.Read(make([]byte, 1)); err == nil {
 		t.Errorf("read %d bytes, want the connection closed", n)
 	}

@@ -114,35 +114,24 @@ func who(t *testing.T, addr string) string {
 // the apiserver gets the VIPs again.
 func TestSteerHandsTheVIPsPortToUs(t *testing.T) {
 	inNetns(t, []string{"192.0.2.100/32", "192.0.2.7/32", "2001:db8::100/128"}, func(ns *os.File) {
-		apiserver, err := net.Listen("tcp", ":16443")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer apiserver.Close()
-		serveName(apiserver, "apiserver")
-		other, err := net.Listen("tcp", ":16444")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer other.Close()
-		serveName(other, "other")
 		ctx := context.Background()
-		v4, err := ListenLoopback(ctx, false)
-		if err != nil {
-			t.Error(err)
-			return
+		ls := map[string]net.Listener{}
+		for name, listen := range map[string]func() (net.Listener, error){
+			"apiserver": func() (net.Listener, error) { return net.Listen("tcp", ":16443") },
+			"other":     func() (net.Listener, error) { return net.Listen("tcp", ":16444") },
+			"us4":       func() (net.Listener, error) { return ListenLoopback(ctx, false) },
+			"us6":       func() (net.Listener, error) { return ListenLoopback(ctx, true) },
+		} {
+			l, err := listen()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer l.Close()
+			serveName(l, name)
+			ls[name] = l
 		}
-		defer v4.Close()
-		serveName(v4, "us4")
-		v6, err := ListenLoopback(ctx, true)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer v6.Close()
-		serveName(v6, "us6")
+		v4, v6 := ls["us4"].(*net.TCPListener), ls["us6"].(*net.TCPListener)
 		vips := []netip.Addr{netip.MustParseAddr("192.0.2.100"), netip.MustParseAddr("2001:db8::100")}
 		s, err := NewSteer(ns, vips, 16443, Listeners{V4: v4, V6: v6})
 		if err != nil {

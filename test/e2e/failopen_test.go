@@ -20,13 +20,16 @@ type failOpenStatus struct {
 	} `json:"fail_open"`
 }
 
-func readFailOpen(t testing.TB, h *lab.Host) failOpenStatus {
+func readFailOpen(t testing.TB, h *lab.Host) failOpenStatus { return readStatus[failOpenStatus](t, h) }
+
+// readStatus reads the part of h's `status -o json` that T names.
+func readStatus[T any](t testing.TB, h *lab.Host) T {
 	t.Helper()
+	var s T
 	js, err := h.Exec(binary, "status", "-o", "json")
 	if err != nil {
 		t.Fatalf("%s: status: %v", h.Name, err)
 	}
-	var s failOpenStatus
 	if err := json.Unmarshal([]byte(js), &s); err != nil {
 		t.Fatalf("%s: status JSON: %v\n%s", h.Name, err, js)
 	}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -34,18 +33,7 @@ type spreadStatus struct {
 	} `json:"spread_backends"`
 }
 
-func readSpread(t testing.TB, h *lab.Host) spreadStatus {
-	t.Helper()
-	js, err := h.Exec(binary, "status", "-o", "json")
-	if err != nil {
-		t.Fatalf("%s: status: %v", h.Name, err)
-	}
-	var s spreadStatus
-	if err := json.Unmarshal([]byte(js), &s); err != nil {
-		t.Fatalf("%s: status JSON: %v\n%s", h.Name, err, js)
-	}
-	return s
-}
+func readSpread(t testing.TB, h *lab.Host) spreadStatus { return readStatus[spreadStatus](t, h) }
 
 // served counts the probes each apiserver answered since from (its audit log).
 func (c *realCluster) served(t testing.TB, from time.Time) []int {
