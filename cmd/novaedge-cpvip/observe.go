@@ -84,6 +84,7 @@ func (d *daemon) snapshot() status.Snapshot {
 		s.SendFailures["garp"] = d.l2.SendFailed.Load()
 	}
 	if d.spread != nil {
+		s.SpreadActive = d.spread.Active()
 		for _, b := range d.spread.Status() {
 			s.Spread = append(s.Spread, status.SpreadBackend{Address: b.Addr.String(), Local: b.Local, Health: b.Health.String(),
 				DialFailed: b.DialFailed, Active: b.Active, Connections: b.Connections, DialFailures: b.DialFailures})

@@ -15,9 +15,21 @@ import (
 // nil in bgp mode.
 type live struct {
 	level     *slog.LevelVar
-	checker   *health.Checker
+	checkers  []tuner // the node's own check, and spreading's of the other apiservers
 	elector   *vrrp.Elector
 	announcer *l2.Announcer
+}
+
+// tuner takes a reload's health timing.
+type tuner interface{ Tune(health.Timing) }
+
+// tuners are the health checks a reload retimes.
+func (d *daemon) tuners() []tuner {
+	ts := []tuner{d.checker}
+	if d.spread != nil {
+		ts = append(ts, d.spread)
+	}
+	return ts
 }
 
 // reloadOn applies the env file again on every signal from hup until ctx
@@ -64,7 +76,9 @@ func (p live) apply(prev, cfg *config.Config) {
 			Timeout: c.HealthTimeout, HungAfter: c.HealthHungAfter, FailThreshold: c.FailThreshold, RiseThreshold: c.RiseThreshold}
 	}
 	if timing(prev) != timing(cfg) {
-		p.checker.Tune(timing(cfg))
+		for _, c := range p.checkers {
+			c.Tune(timing(cfg))
+		}
 	}
 	if p.elector != nil && prev.Priority != cfg.Priority {
 		p.elector.SetPriority(uint8(cfg.Priority))

@@ -82,12 +82,16 @@ func run(args []string, stderr io.Writer) int {
 			f(r)
 		}
 	}
-	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checker: d.checker, elector: d.vrrp, announcer: d.l2},
+	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checkers: d.tuners(), elector: d.vrrp, announcer: d.l2},
 		log.With("component", "reload"))
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
+	// Spreading ends after the agent's handover: its connections would
+	// otherwise be cut while the VIP is still here, and again when it moves.
+	spreadCtx, stopSpread := context.WithCancel(context.Background())
+	defer stopSpread()
 	spreadDone := make(chan struct{})
 	if d.spread != nil {
-		go func() { d.spread.Run(ctx); close(spreadDone) }()
+		go func() { d.spread.Run(spreadCtx); close(spreadDone) }()
 	} else {
 		close(spreadDone)
 	}
@@ -95,6 +99,7 @@ func run(args []string, stderr io.Writer) int {
 	trim(log)
 	go trimLater(ctx, log)
 	d.agent.Run(ctx)
+	stopSpread()
 	<-spreadDone
 	return exitOK
 }

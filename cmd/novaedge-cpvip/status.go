@@ -120,7 +120,8 @@ func printStatus(w io.Writer, s *status.Snapshot) {
 		}
 	}
 	if len(s.Spread) > 0 {
-		fmt.Fprintln(tw, "\nSPREAD BACKEND\tHEALTH\tACTIVE\tCONNECTIONS\tDIAL FAILURES")
+		fmt.Fprintf(tw, "\nSPREAD BACKEND (spreading %s)\tHEALTH\tACTIVE\tCONNECTIONS\tDIAL FAILURES\n",
+			map[bool]string{true: "on", false: "off: see the log"}[s.SpreadActive])
 		for _, b := range s.Spread {
 			addr, h := b.Address, b.Health
 			if b.Local {

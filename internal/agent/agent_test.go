@@ -110,6 +110,28 @@ func TestAgentFollowsHealthAndShutsDownInOrder(t *testing.T) {
 	j.waitFor(t, "elector resigned", "announcer released all")
 }
 
+type localHealth struct{ j *journal }
+
+func (l localHealth) SetLocal(s health.State) { l.j.add("local " + s.String()) }
+
+// Spreading's local backend learns every transition of the node's own check.
+func TestAgentTellsLocalHealth(t *testing.T) {
+	j := &journal{seen: make(chan struct{}, 1)}
+	lj := &journal{seen: make(chan struct{}, 1)} // its own: the announcer's events come in between
+	h := scriptedHealth{in: make(chan health.State)}
+	a := &Agent{Health: h, Elector: NewHealthElector([]netip.Prefix{vip4}, quiet), Announcer: fakeAnnouncer{j},
+		Log: quiet, Local: localHealth{lj}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	h.in <- health.Healthy
+	lj.waitFor(t, "local healthy")
+	h.in <- health.Draining
+	lj.waitFor(t, "local draining")
+	cancel()
+	<-done
+}
+
 func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
 	e := NewHealthElector([]netip.Prefix{vip4}, quiet)
 	e.SetHealthy(true, "")

@@ -152,10 +152,17 @@ func (c *Config) validateL2() error {
 }
 
 func (c *Config) validateSpread() error {
+	seen := map[netip.Addr]bool{}
 	for _, b := range c.SpreadBackends {
-		if !b.IsGlobalUnicast() || b.Zone() != "" {
-			return errorf("SpreadBackends", c.SpreadBackends, "%s is not a unicast address of a node", b)
+		switch {
+		case !b.IsGlobalUnicast() || b.Zone() != "":
+			return errorf("SpreadBackends", c.SpreadBackends, "%s is not a unicast address of a node (a link-local one cannot be dialled without its interface)", b)
+		case c.isVIP(b):
+			return errorf("SpreadBackends", c.SpreadBackends, "%s is a VIP: list the nodes' own addresses", b)
+		case seen[b]:
+			return errorf("SpreadBackends", c.SpreadBackends, "%s is listed twice", b)
 		}
+		seen[b] = true
 	}
 	switch {
 	case !c.Spread:
@@ -163,18 +170,33 @@ func (c *Config) validateSpread() error {
 	case c.Mode == ModeBGP:
 		return errorf("Spread", c.Spread, "is for l2 mode: in bgp mode every healthy node announces the VIP and the routers spread by ECMP")
 	case len(c.SpreadBackendList()) == 0:
-		return errorf("SpreadBackends", c.SpreadBackends, "is empty and so is NOVAEDGE_CP_VIP_PEERS: nothing to spread over but this node (list the control-plane nodes' addresses)")
+		return errorf("SpreadBackends", c.SpreadBackends, "is empty and NOVAEDGE_CP_VIP_PEERS has no global unicast address: nothing to spread over but this node (list the control-plane nodes' addresses)")
 	}
 	return nil
 }
 
+func (c *Config) isVIP(a netip.Addr) bool {
+	for _, v := range c.VIPAddress {
+		if v.Addr() == a {
+			return true
+		}
+	}
+	return false
+}
+
 // SpreadBackendList is where spreading looks for the other apiservers:
-// SPREAD_BACKENDS, else the unicast VRRP peers.
+// SPREAD_BACKENDS, else the unicast VRRP peers' global addresses.
 func (c *Config) SpreadBackendList() []netip.Addr {
 	if len(c.SpreadBackends) > 0 {
 		return c.SpreadBackends
 	}
-	return c.Peers
+	var out []netip.Addr // a link-local peer cannot be dialled without its interface
+	for _, p := range c.Peers {
+		if p.IsGlobalUnicast() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PeersOf returns the unicast VRRP peers of one address family.

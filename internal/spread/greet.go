@@ -140,12 +140,14 @@ func (g *greeting) handOver(b net.Conn) error {
 		return nil
 	}
 	g.c.SetReadDeadline(time.Unix(1, 0)) // in the past: the reader's Read returns
+	// Cleared on every way out: left in the past, pipe's first read of the
+	// client would fail (an EOF chunk may come before the deadline's).
+	defer g.c.SetReadDeadline(time.Time{})
 	for ch := range g.chunks {
 		if errors.Is(ch.err, os.ErrDeadlineExceeded) {
 			ch.err = nil
 			berr, _ := g.take(ch, b)
 			g.chunks = nil
-			g.c.SetReadDeadline(time.Time{})
 			if berr != nil {
 				return errClientGone // the backend failed after its answer: nothing to retry
 			}

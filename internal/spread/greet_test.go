@@ -103,3 +103,26 @@ func TestGreetingAnswersAHalfClosedClient(t *testing.T) {
 		t.Errorf("got %q, %v", b, err)
 	}
 }
+
+// The client's EOF waiting when the backend's answer came: handOver takes
+// it and still clears the read deadline it set, or pipe's first read of
+// the client would fail and cut the connection.
+func TestHandOverClearsTheDeadlineOnAnEarlyEOF(t *testing.T) {
+	client, peer := net.Pipe()
+	defer client.Close()
+	defer peer.Close()
+	backendSide, backendPeer := net.Pipe()
+	defer backendSide.Close()
+	defer backendPeer.Close()
+	ch := make(chan chunk, 1)
+	ch <- chunk{err: io.EOF}
+	close(ch)
+	g := &greeting{c: client, chunks: ch}
+	if err := g.handOver(backendSide); err != nil {
+		t.Fatal(err)
+	}
+	go peer.Write([]byte("x"))
+	if _, err := client.Read(make([]byte, 1)); err != nil {
+		t.Errorf("reading the client after handOver: %v, want the byte (deadline cleared)", err)
+	}
+}

@@ -56,14 +56,17 @@ func NewPool(bs []Backend) *Pool {
 // Len is the number of backends.
 func (p *Pool) Len() int { return len(p.st) }
 
-// tier orders the backends for a new connection: healthy first; when none
+// tiers order the backends for a new connection: healthy first; when none
 // is (a failure every node shares, say an invalid token: the checks fail,
-// the apiservers serve), any that has not refused a dial, not yet checked
-// and unhealthy before draining ones; last, those whose dial failed.
+// the apiservers serve), any that has not refused a dial: not yet checked,
+// then draining (it serves until its port closes), then unhealthy; last,
+// those whose dial failed.
+var tiers = [...]int{Up: 0, Unknown: 1, Draining: 2, Down: 3}
+
 func tier(s BackendStatus) int {
-	t := map[Health]int{Up: 0, Unknown: 1, Down: 2, Draining: 3}[s.Health]
+	t := tiers[s.Health]
 	if s.DialFailed {
-		t += 4
+		t += len(tiers)
 	}
 	return t
 }
@@ -71,7 +74,7 @@ func tier(s BackendStatus) int {
 // Pick returns the backend for a new connection among those not tried:
 // the best tier, then the fewest active connections, ties in turn. False
 // when every backend was tried.
-func (p *Pool) Pick(tried []bool) (int, netip.AddrPort, bool) {
+func (p *Pool) Pick(tried []bool) (int, Backend, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best := -1
@@ -85,10 +88,10 @@ func (p *Pool) Pick(tried []bool) (int, netip.AddrPort, bool) {
 		}
 	}
 	if best < 0 {
-		return 0, netip.AddrPort{}, false
+		return 0, Backend{}, false
 	}
 	p.next = best + 1
-	return best, p.st[best].Addr, true
+	return best, p.st[best].Backend, true
 }
 
 func less(a, b BackendStatus) bool {

@@ -69,11 +69,11 @@ func TestPickAvoidsUnhealthyDrainingAndFailed(t *testing.T) {
 		}
 	}
 	p.DialFailed(2)
-	if i := pick(t, p); i != 1 {
-		t.Errorf("picked %d after 2's dial failed, want 1 (down, but not draining nor refusing)", i)
+	if i := pick(t, p); i != 0 {
+		t.Errorf("picked %d after 2's dial failed, want 0 (draining: it serves until its port closes)", i)
 	}
-	if i := pick(t, p, 1); i != 0 {
-		t.Errorf("picked %d with 1 tried, want 0 (draining: it serves until its port closes)", i)
+	if i := pick(t, p, 0); i != 1 {
+		t.Errorf("picked %d with 0 tried, want 1 (down, but its dial has not failed)", i)
 	}
 	if i := pick(t, p, 0, 1); i != 2 {
 		t.Errorf("picked %d with 0 and 1 tried, want 2 (its dial failed: the last resort)", i)

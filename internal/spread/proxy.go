@@ -17,29 +17,32 @@ import (
 // millisecond on a LAN; one that does not within this has a full accept
 // queue (its apiserver overloaded, or dying under SIGKILL and accepting
 // no more) or is gone, and its SYN's retransmission would come only after
-// a second, when the client's own time-out may have passed. The last
-// backend left to try gets no time-out of ours: the kernel's retries and
-// the client's time-out decide.
+// a second, when the client's own time-out may have passed.
 const ConnectTimeout = 250 * time.Millisecond
 
+// LastConnectTimeout is the dial time-out of the last backend left to try:
+// client-go's own dial time-out, so the kernel's retries get their chance
+// and a client long gone holds no dial.
+const LastConnectTimeout = 30 * time.Second
+
 // Dialer dials a backend; ctx carries the time-out.
-type Dialer func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+type Dialer func(ctx context.Context, b Backend) (net.Conn, error)
 
 // Proxy accepts the connections Steer hands it and carries each to a
-// backend of Pool.
+// backend of Pool. One Proxy serves one listener.
 type Proxy struct {
 	Pool *Pool
-	Dial Dialer // nil: TCP with ConnectTimeout
+	Dial Dialer // nil: TCP; the local backend on 127.0.0.1, else ::1
 	Log  *slog.Logger
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{} // open client connections, closed at shutdown
+	conns   map[net.Conn]struct{} // open client and backend connections, closed at shutdown
 	closing bool
 }
 
 // Serve accepts on ln until ctx ends, then closes ln and every connection
-// it carries and returns once their goroutines have.
+// it carries, both sides, and returns once their goroutines have.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -61,14 +64,13 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 			break
 		}
 		backoff = 0
-		if !p.track(c, true) {
+		if !p.track(c) {
 			c.Close()
 			continue
 		}
-		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer p.track(c, false)
+			defer p.untrack(c)
 			p.carry(ctx, c)
 		}()
 	}
@@ -76,24 +78,39 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 	p.wg.Wait()
 }
 
-// track adds or removes a client connection; false when shutting down.
-func (p *Proxy) track(c net.Conn, add bool) bool {
+// track adds a connection, counting a goroutine for a client's; false
+// when shutting down (the caller closes it).
+func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
 	if p.conns == nil {
 		p.conns = map[net.Conn]struct{}{}
 	}
-	if add && p.closing {
-		return false
-	}
-	if add {
-		p.conns[c] = struct{}{}
-	} else {
-		delete(p.conns, c)
-	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
 	return true
 }
 
+// trackBackend adds a backend connection (no goroutine of its own).
+func (p *Proxy) trackBackend(b net.Conn) bool {
+	if !p.track(b) {
+		return false
+	}
+	p.wg.Done()
+	return true
+}
+
+func (p *Proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.conns, c)
+}
+
+// closeAll closes every connection, clients' and backends': a half-closed
+// client waiting on a silent backend ends too.
 func (p *Proxy) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -116,19 +133,24 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 	defer g.stop()
 	tried := make([]bool, p.Pool.Len())
 	for {
-		i, addr, ok := p.Pool.Pick(tried)
+		i, be, ok := p.Pool.Pick(tried)
 		if !ok {
 			p.Log.Warn("No backend took a connection: closing it", "client", c.RemoteAddr().String())
 			return
 		}
 		tried[i] = true
 		last := !slices.Contains(tried, false)
-		b, err := p.dial(ctx, addr, last)
+		b, err := p.dial(ctx, be, last)
 		if err != nil {
 			p.Pool.DialFailed(i)
-			p.Log.Info("Connecting to a backend failed: trying the next", "backend", addr.String(), "error", err)
+			p.Log.Info("Connecting to a backend failed: trying the next", "backend", be.Addr.String(), "error", err)
 			continue
 		}
+		if !p.trackBackend(b) {
+			b.Close()
+			return
+		}
+		defer p.untrack(b)
 		p.Pool.Opened(i)
 		switch err := g.greet(b); {
 		case errors.Is(err, errClientGone):
@@ -141,10 +163,10 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 			p.Pool.DialFailed(i)
 			if !g.replayable() {
 				p.Log.Warn("A backend failed before answering and the client's first bytes were too many to send again: closing it",
-					"backend", addr.String(), "error", err)
+					"backend", be.Addr.String(), "error", err)
 				return
 			}
-			p.Log.Info("A backend failed before answering: sending the connection to the next", "backend", addr.String(), "error", err)
+			p.Log.Info("A backend failed before answering: sending the connection to the next", "backend", be.Addr.String(), "error", err)
 			continue
 		}
 		pipe(c, b)
@@ -153,19 +175,31 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 	}
 }
 
-// dial connects to addr within ConnectTimeout, or as long as the kernel
-// tries when it is the last backend left.
-func (p *Proxy) dial(ctx context.Context, addr netip.AddrPort, last bool) (net.Conn, error) {
-	if !last {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, ConnectTimeout)
-		defer cancel()
+// dial connects to backend be within ConnectTimeout, LastConnectTimeout
+// when it is the last one left. The local apiserver is dialled as the
+// health check reaches it (localhost: 127.0.0.1, else ::1: an apiserver
+// may listen on one family only).
+func (p *Proxy) dial(ctx context.Context, be Backend, last bool) (net.Conn, error) {
+	timeout := ConnectTimeout
+	if last {
+		timeout = LastConnectTimeout
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if p.Dial != nil {
-		return p.Dial(ctx, addr)
+		return p.Dial(ctx, be)
 	}
 	var d net.Dialer
-	return d.DialContext(ctx, "tcp", addr.String())
+	if !be.Local {
+		return d.DialContext(ctx, "tcp", be.Addr.String())
+	}
+	c, err := d.DialContext(ctx, "tcp", be.Addr.String())
+	if err != nil && ctx.Err() == nil {
+		if c6, err6 := d.DialContext(ctx, "tcp", netip.AddrPortFrom(netip.IPv6Loopback(), be.Addr.Port()).String()); err6 == nil {
+			return c6, nil
+		}
+	}
+	return c, err
 }
 
 // halfCloser is a connection whose sending side closes alone (TCP).

@@ -200,23 +200,22 @@ func TestProxyKeepsIdleConnectionsAndClosesThemAtShutdown(t *testing.T) {
 }
 
 // A backend whose SYNs go unanswered (a full accept queue, a host gone)
-// costs a connection ConnectTimeout; the last one left gets no time-out.
-func TestProxyDialTimesOutButForTheLast(t *testing.T) {
+// costs a connection ConnectTimeout; the last one left gets
+// LastConnectTimeout.
+func TestProxyDialTimesOutShortButForTheLast(t *testing.T) {
 	silent := netip.MustParseAddrPort("192.0.2.1:6443") // stands for a SYN never answered
-	var deadlines []bool
-	dial := func(ctx context.Context, addr netip.AddrPort) (net.Conn, error) {
-		d, ok := ctx.Deadline()
-		deadlines = append(deadlines, ok && time.Until(d) <= ConnectTimeout)
-		if addr == silent {
+	var timeouts []time.Duration
+	dial := func(ctx context.Context, b Backend) (net.Conn, error) {
+		d, _ := ctx.Deadline()
+		timeouts = append(timeouts, time.Until(d))
+		if b.Addr == silent {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
 		var nd net.Dialer
-		return nd.DialContext(ctx, "tcp", addr.String())
+		return nd.DialContext(ctx, "tcp", b.Addr.String())
 	}
-	p := NewPool([]Backend{{Addr: silent}, {Addr: backend(t, "b")}})
-	p.SetHealth(0, Up)
-	p.SetHealth(1, Up)
+	p := upPool(silent, backend(t, "b"))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +231,39 @@ func TestProxyDialTimesOutButForTheLast(t *testing.T) {
 	if took := time.Since(start); took < ConnectTimeout || took > ConnectTimeout+time.Second {
 		t.Errorf("took %v, want about ConnectTimeout (%v)", took, ConnectTimeout)
 	}
-	if len(deadlines) != 2 || !deadlines[0] || deadlines[1] {
-		t.Errorf("time-outs of the dials %v, want ConnectTimeout for the first, none for the last", deadlines)
+	if len(timeouts) != 2 || timeouts[0] > ConnectTimeout || timeouts[1] <= ConnectTimeout || timeouts[1] > LastConnectTimeout {
+		t.Errorf("time-outs of the dials %v, want ConnectTimeout for the first, LastConnectTimeout for the last", timeouts)
+	}
+}
+
+// Shutdown ends a connection whose client half closed while its backend
+// stays silent: both sides are closed, Serve returns.
+func TestProxyShutdownClosesBackendsToo(t *testing.T) {
+	silent := serve(t, func(c net.Conn) { io.Copy(io.Discard, c); time.Sleep(time.Minute) })
+	p := upPool(silent)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "hello")
+	c.(*net.TCPConn).CloseWrite()
+	for deadline := time.Now().Add(5 * time.Second); p.Status()[0].Active == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no connection to the backend")
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve still waits on a silent backend 5 s after its context ended")
 	}
 }

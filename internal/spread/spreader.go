@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/novaedge/cpvip/internal/health"
 )
@@ -26,26 +27,39 @@ type Config struct {
 
 // Spreader runs the spreading: the pool, the remote backends' checks, the
 // proxy and the steering. Backend 0 is the local apiserver, its health
-// given by SetLocal.
+// given by SetLocal and LocalResult.
 type Spreader struct {
-	cfg  Config
-	pool *Pool
-	log  *slog.Logger
+	cfg      Config
+	pool     *Pool
+	checkers []*health.Checker // backend i+1's; nil when it could not be built
+	log      *slog.Logger
+	active   atomic.Bool
 }
 
-// localAddr is where the proxy reaches this node's own apiserver: as the
-// health check does (https://localhost:PORT).
+// localAddr is where the proxy reaches this node's own apiserver first:
+// as the health check does (https://localhost:PORT), 127.0.0.1, then ::1.
 func localAddr(port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), port)
 }
 
-// New returns a Spreader; Run starts it.
+// New returns a Spreader and builds the remote backends' checks; Run
+// starts it.
 func New(cfg Config, log *slog.Logger) *Spreader {
 	bs := []Backend{{Addr: localAddr(cfg.Port), Local: true}}
 	for _, r := range cfg.Remotes {
 		bs = append(bs, Backend{Addr: netip.AddrPortFrom(r, cfg.Port)})
 	}
-	return &Spreader{cfg: cfg, pool: NewPool(bs), log: log}
+	s := &Spreader{cfg: cfg, pool: NewPool(bs), log: log, checkers: make([]*health.Checker, len(cfg.Remotes))}
+	for i, r := range cfg.Remotes {
+		c, err := cfg.NewChecker(netip.AddrPortFrom(r, cfg.Port))
+		if err != nil {
+			log.Error("Cannot check a backend: it is tried last", "backend", r.String(), "error", err)
+			s.pool.SetHealth(i+1, Down)
+			continue
+		}
+		s.checkers[i] = c
+	}
+	return s
 }
 
 // SetLocal records the local apiserver's health (the node's own check).
@@ -59,8 +73,20 @@ func (s *Spreader) LocalResult(r health.Result) {
 	}
 }
 
+// Tune gives the remote backends' checks a reload's timing, as the node's own.
+func (s *Spreader) Tune(t health.Timing) {
+	for _, c := range s.checkers {
+		if c != nil {
+			c.Tune(t)
+		}
+	}
+}
+
 // Status returns every backend's state.
 func (s *Spreader) Status() []BackendStatus { return s.pool.Status() }
+
+// Active says whether connections to the VIP are being spread now.
+func (s *Spreader) Active() bool { return s.active.Load() }
 
 func fromState(st health.State) Health {
 	switch st {
@@ -77,47 +103,52 @@ func fromState(st health.State) Health {
 // Run spreads until ctx ends. Whatever fails to start is logged and the
 // VIP serves from the local apiserver alone, as without spreading. At
 // the end the steering goes first: new connections reach the local
-// apiserver while the proxy closes what it carried.
+// apiserver while the proxy closes what it carried. Cancel ctx once the
+// VIP has left this node (cmd: after the agent's handover), or the
+// clients would reconnect twice.
 func (s *Spreader) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for i, r := range s.cfg.Remotes {
-		c, err := s.cfg.NewChecker(netip.AddrPortFrom(r, s.cfg.Port))
-		if err != nil {
-			s.log.Error("Cannot check a backend: it gets no connection", "backend", r.String(), "error", err)
-			s.pool.SetHealth(i+1, Down)
-			s.pool.DialFailed(i + 1)
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
+	if len(s.cfg.Remotes) == 0 {
+		s.log.Warn("Not spreading: every backend listed is this node's own; the local apiserver serves the VIP alone")
+		return
 	}
 	ls, err := s.listen(ctx)
-	if err != nil {
-		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", "error", err)
-		return
-	}
-	steer, err := s.steer(ls)
-	if err != nil {
-		ls.close()
-		args := []any{"error", err}
-		if errors.Is(err, os.ErrPermission) {
-			args = append(args, "hint", "the sk_lookup program needs CAP_BPF and the bpf system call: "+
-				"under systemd, install /usr/share/novaedge-cpvip/spread.conf as a drop-in")
+	if err == nil {
+		var steer *Steer
+		if steer, err = s.steer(ls); err == nil {
+			s.serve(ctx, ls, steer)
+			return
 		}
-		s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", args...)
-		return
+		ls.close()
+	}
+	args := []any{"error", err}
+	if errors.Is(err, os.ErrPermission) {
+		args = append(args, "hint", "the sk_lookup program needs CAP_BPF and the bpf system call: "+
+			"under systemd, install /usr/share/novaedge-cpvip/spread.conf as a drop-in")
+	}
+	s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", args...)
+}
+
+// serve runs the checks and a proxy per listener until ctx ends.
+func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i, c := range s.checkers {
+		if c != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
+		}
 	}
 	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)
-	proxy := &Proxy{Pool: s.pool, Log: s.log}
+	s.active.Store(true)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	for _, l := range []*net.TCPListener{ls.V4, ls.V6} {
 		if l != nil {
 			wg.Add(1)
-			go func() { defer wg.Done(); proxy.Serve(serveCtx, l) }()
+			go func() { defer wg.Done(); (&Proxy{Pool: s.pool, Log: s.log}).Serve(serveCtx, l) }()
 		}
 	}
 	<-ctx.Done()
+	s.active.Store(false)
 	if err := steer.Close(); err != nil {
 		s.log.Warn("Detaching the steering failed", "error", err)
 	}

@@ -22,7 +22,7 @@ type Metrics struct {
 	checks, transitions, actions, drop *prometheus.Desc
 	sendFailures                       *prometheus.Desc
 	conflict, conflicts, defences      *prometheus.Desc
-	spreadUp, spreadActive             *prometheus.Desc
+	spreadUp, spreadActive, spreading  *prometheus.Desc
 	spreadConns, spreadDialFailures    *prometheus.Desc
 }
 
@@ -51,7 +51,8 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		spreadUp:     prometheus.NewDesc(ns+"_spread_backend_up", "L2 spreading: 1 while the backend apiserver's checks pass and its last dial did not fail.", []string{"backend"}, nil),
 		spreadActive: prometheus.NewDesc(ns+"_spread_active_connections", "L2 spreading: connections carried to the backend now.", []string{"backend"}, nil),
 		spreadConns:  prometheus.NewDesc(ns+"_spread_connections_total", "L2 spreading: connections carried to the backend.", []string{"backend"}, nil),
-		spreadDialFailures: prometheus.NewDesc(ns+"_spread_dial_failures_total", "L2 spreading: dials to the backend that failed (refused, reset, unanswered for 1 s); each was retried on another backend.",
+		spreading:    prometheus.NewDesc(ns+"_spread_active", "L2 spreading: 1 while new connections to the VIP are spread (SPREAD on and its steering attached).", nil, nil),
+		spreadDialFailures: prometheus.NewDesc(ns+"_spread_dial_failures_total", "L2 spreading: connections to the backend that failed before its first answer (refused, unanswered within 250 ms, reset); each went to another backend while one was left to try.",
 			[]string{"backend"}, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
@@ -65,7 +66,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences,
-		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures} {
+		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures, m.spreading} {
 		ch <- d
 	}
 }
@@ -98,6 +99,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, b := range s.BFD {
 		gauge(m.bfdUp, boolf(b.State == "up"), b.Peer)
+	}
+	if len(s.Spread) > 0 {
+		gauge(m.spreading, boolf(s.SpreadActive))
 	}
 	for _, b := range s.Spread {
 		gauge(m.spreadUp, boolf(b.Health == "up" && !b.DialFailed), b.Address)

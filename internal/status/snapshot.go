@@ -4,20 +4,22 @@ import "time"
 
 // Snapshot is everything /status shows.
 type Snapshot struct {
-	Version   string                       `json:"version"`
-	Mode      string                       `json:"mode"`
-	Interface string                       `json:"interface"`
-	Started   time.Time                    `json:"started"`
-	Ready     bool                         `json:"ready"`
-	Health    Health                       `json:"health"`
-	VIPs      []VIP                        `json:"vips"`
-	FailOpen  FailOpen                     `json:"fail_open"`
-	VRRP      []VRRP                       `json:"vrrp,omitempty"`
-	BGPPeers  []BGPPeer                    `json:"bgp_peers,omitempty"`
-	BFD       []BFDSession                 `json:"bfd_sessions,omitempty"`
-	Spread    []SpreadBackend              `json:"spread_backends,omitempty"`
-	Reconcile map[string]uint64            `json:"reconcile_actions"`
-	Drops     map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
+	Version   string          `json:"version"`
+	Mode      string          `json:"mode"`
+	Interface string          `json:"interface"`
+	Started   time.Time       `json:"started"`
+	Ready     bool            `json:"ready"`
+	Health    Health          `json:"health"`
+	VIPs      []VIP           `json:"vips"`
+	FailOpen  FailOpen        `json:"fail_open"`
+	VRRP      []VRRP          `json:"vrrp,omitempty"`
+	BGPPeers  []BGPPeer       `json:"bgp_peers,omitempty"`
+	BFD       []BFDSession    `json:"bfd_sessions,omitempty"`
+	Spread    []SpreadBackend `json:"spread_backends,omitempty"`
+	// SpreadActive: new connections to the VIP are spread now (SPREAD on and started).
+	SpreadActive bool                         `json:"spread_active,omitempty"`
+	Reconcile    map[string]uint64            `json:"reconcile_actions"`
+	Drops        map[string]map[string]uint64 `json:"packets_dropped,omitempty"` // proto -> reason -> count
 	// SendFailures counts what could not be sent or changed, by kind:
 	// vrrp (advertisements), garp (gratuitous ARP / NA), bgp_route
 	// (announcements and withdrawals, each retried).
