@@ -56,6 +56,13 @@ func refusing(t *testing.T) netip.AddrPort {
 }
 
 func startProxy(t *testing.T, p *Pool) string {
+	addr, _ := runProxy(t, &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)})
+	return addr
+}
+
+// runProxy serves px on a loopback listener until the test ends or stop
+// is called; stop says whether Serve returned within 5 s.
+func runProxy(t *testing.T, px *Proxy) (addr string, stop func() bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,10 +70,18 @@ func startProxy(t *testing.T, p *Pool) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	px := &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}
 	go func() { px.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	stop = func() bool {
+		cancel()
+		select {
+		case <-done:
+			return true
+		case <-time.After(5 * time.Second):
+			return false
+		}
+	}
+	t.Cleanup(func() { stop() })
+	return ln.Addr().String(), stop
 }
 
 // upPool is a pool of addrs, every one healthy.
@@ -165,15 +180,8 @@ func TestProxyClosesWhenEveryBackendRefuses(t *testing.T) {
 // A long-lived connection is not cut by any timeout of ours, and the
 // proxy's shutdown closes it.
 func TestProxyKeepsIdleConnectionsAndClosesThemAtShutdown(t *testing.T) {
-	p := NewPool([]Backend{{Addr: backend(t, "a")}})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { (&Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr, stop := runProxy(t, &Proxy{Pool: NewPool([]Backend{{Addr: backend(t, "a")}}), Log: slog.New(slog.DiscardHandler)})
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,10 +196,7 @@ func TestProxyKeepsIdleConnectionsAndClosesThemAtShutdown(t *testing.T) {
 	if b, err := r.ReadByte(); err != nil || b != 'x' {
 		t.Fatalf("echo after idling: %q, %v", b, err)
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	if !stop() {
 		t.Fatal("Serve did not return after its context ended")
 	}
 	if _, err := r.ReadByte(); err == nil {
@@ -215,17 +220,9 @@ func TestProxyDialTimesOutShortButForTheLast(t *testing.T) {
 		var nd net.Dialer
 		return nd.DialContext(ctx, "tcp", b.Addr.String())
 	}
-	p := upPool(silent, backend(t, "b"))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { (&Proxy{Pool: p, Dial: dial, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
-	defer func() { cancel(); <-done }()
+	addr, _ := runProxy(t, &Proxy{Pool: upPool(silent, backend(t, "b")), Dial: dial, Log: slog.New(slog.DiscardHandler)})
 	start := time.Now()
-	if name := hello(t, ln.Addr().String()); name != "b" {
+	if name := hello(t, addr); name != "b" {
 		t.Fatalf("answered by %q", name)
 	}
 	if took := time.Since(start); took < ConnectTimeout || took > ConnectTimeout+time.Second {
@@ -241,14 +238,8 @@ func TestProxyDialTimesOutShortButForTheLast(t *testing.T) {
 func TestProxyShutdownClosesBackendsToo(t *testing.T) {
 	silent := serve(t, func(c net.Conn) { io.Copy(io.Discard, c); time.Sleep(time.Minute) })
 	p := upPool(silent)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { (&Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)}).Serve(ctx, ln); close(done) }()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr, stop := runProxy(t, &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)})
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,10 +251,7 @@ func TestProxyShutdownClosesBackendsToo(t *testing.T) {
 			t.Fatal("no connection to the backend")
 		}
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
+	if !stop() {
 		t.Fatal("Serve still waits on a silent backend 5 s after its context ended")
 	}
 }
