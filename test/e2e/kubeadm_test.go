@@ -408,11 +408,36 @@ func (k *kubeLab) bootstrap(t testing.TB, podArgs func(node int) []string) initT
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Every kubelet reports its node Ready before the tests go on, as in a
+	// cluster an operator would upgrade: kubeadm upgrade's preflight
+	// refuses NotReady control-plane nodes, and a kubelet that joined
+	// seconds ago may not have posted Ready yet.
+	if err := lab.Eventually(3*time.Minute, k.nodesReady); err != nil {
+		t.Fatal(err)
+	}
 	mon.end()
 	for _, v := range mon.violations {
 		t.Error(v)
 	}
 	return tl
+}
+
+// nodesReady says whether every node's Ready condition is true.
+func (k *kubeLab) nodesReady() error {
+	out, err := k.kc.Client(k.client, "nodes", "-timeout", "5s")
+	if err != nil {
+		return err
+	}
+	ready := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasSuffix(l, " true") {
+			ready++
+		}
+	}
+	if ready != len(k.kc.Nodes) {
+		return fmt.Errorf("nodes Ready: %d of %d\n%s", ready, len(k.kc.Nodes), out)
+	}
+	return nil
 }
 
 // initTimeline is how long after kubeadm init started each step was done.

@@ -14,6 +14,8 @@
 //	    deletes the ServiceAccount (its tokens stop working).
 //	kclient pods -kubeconfig FILE [-ns NS]
 //	    lists the namespace's pods: "NAME PHASE READY NODE" a line.
+//	kclient nodes -kubeconfig FILE
+//	    lists the nodes: "NAME READY" a line (the kubelet's Ready condition).
 //
 // Instead of -token and -ca, -kubeconfig FILE (kubeadm's admin.conf) gives
 // the credentials and the CA; -server, if set, overrides its server.
@@ -86,6 +88,8 @@ func main() {
 		err = cs.CoreV1().ServiceAccounts(o.ns).Delete(ctx, o.sa, metav1.DeleteOptions{})
 	case "pods":
 		err = pods(ctx, cs, o)
+	case "nodes":
+		err = nodes(ctx, cs)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -194,6 +198,23 @@ func pods(ctx context.Context, cs *kubernetes.Clientset, o options) error {
 			}
 		}
 		fmt.Println(p.Name, p.Status.Phase, ready, p.Spec.NodeName)
+	}
+	return nil
+}
+
+func nodes(ctx context.Context, cs *kubernetes.Clientset) error {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, n := range list.Items {
+		ready := "false"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = "true"
+			}
+		}
+		fmt.Println(n.Name, ready)
 	}
 	return nil
 }
