@@ -27,9 +27,11 @@ type Config struct {
 	Timeout       time.Duration
 	FailThreshold int
 	RiseThreshold int
-	// HungAfter: a check with no answer by then while the apiserver answers
-	// /livez/ping within a tenth of it finds a hung apiserver (Result.Hung:
-	// FAIL_THRESHOLD-1 failures). 0, or not below Timeout: never.
+	// HungAfter: a check with no answer by then (or by twice the slowest
+	// healthy answer of the last 60 checks, if later: answers.go) while the
+	// apiserver answers /livez/ping within a tenth of HungAfter finds a hung
+	// apiserver (Result.Hung: FAIL_THRESHOLD-1 failures). 0, or not below
+	// Timeout: never.
 	HungAfter time.Duration
 	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins
@@ -74,7 +76,10 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
+	// answered: how long the last healthy answers took, which sets how
+	// long a check waits before it asks whether the apiserver is hung.
+	answered answers
+	timeout  *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -168,8 +173,9 @@ func (c *Checker) Check(ctx context.Context) Result {
 	}
 	var pinged time.Duration
 	sil := silence{}
+	hungAfter := c.answered.hungAfter(c.cfg.HungAfter)
 	if c.cfg.HungAfter > 0 {
-		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
+		sil = silence{at: start.Add(hungAfter), stuck: func() bool {
 			var ok bool
 			pinged, ok = c.answersPing(ctx)
 			return ok
@@ -190,7 +196,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if errors.Is(err, errStuck) {
 		return Result{Hung: true, Duration: d, Reason: fmt.Sprintf(
 			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
-			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
+			hungAfter, pinged.Round(time.Millisecond))}
 	}
 	if err != nil {
 		reason := err.Error()
@@ -200,6 +206,9 @@ func (c *Checker) Check(ctx context.Context) Result {
 		return Result{Reason: reason, Duration: d, Refused: refused(err)}
 	}
 	ok, reason := classify(status, tok.present)
+	if ok {
+		c.answered.add(d)
+	}
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
 }
 

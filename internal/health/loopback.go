@@ -21,18 +21,24 @@ func loopback(host string) []string {
 	return []string{"127.0.0.1", "::1"}
 }
 
-// dialServer opens a TCP connection to u's server. A localhost name is
-// dialled at its loopback addresses in turn (an apiserver may listen on one
-// family only); when none answers, the error is 127.0.0.1's, so a refused
-// port is known as refused at once on a host without IPv6.
+// dialServer opens a TCP connection to u's server (DialHost).
 func dialServer(ctx context.Context, dial func(context.Context, string) (net.Conn, error), u *url.URL) (net.Conn, error) {
-	addrs := loopback(u.Hostname())
-	if addrs == nil {
-		return dial(ctx, u.Host)
-	}
 	port := u.Port()
 	if port == "" {
 		port = "443"
+	}
+	return DialHost(ctx, dial, u.Hostname(), port)
+}
+
+// DialHost opens a TCP connection to host:port with dial, as the check
+// reaches the apiserver. A localhost name is dialled at its loopback
+// addresses in turn (an apiserver may listen on one family only); when
+// none answers, the error is 127.0.0.1's, so a refused port is known as
+// refused at once on a host without IPv6.
+func DialHost(ctx context.Context, dial func(context.Context, string) (net.Conn, error), host, port string) (net.Conn, error) {
+	addrs := loopback(host)
+	if addrs == nil {
+		return dial(ctx, net.JoinHostPort(host, port))
 	}
 	var first error
 	for _, a := range addrs {

@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // ConnectTimeout is how long a dial to a backend may take before the next
@@ -190,16 +192,11 @@ func (p *Proxy) dial(ctx context.Context, be Backend, last bool) (net.Conn, erro
 		return p.Dial(ctx, be)
 	}
 	var d net.Dialer
-	if !be.Local {
-		return d.DialContext(ctx, "tcp", be.Addr.String())
+	tcp := func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	if be.Local {
+		return health.DialHost(ctx, tcp, "localhost", strconv.Itoa(int(be.Addr.Port())))
 	}
-	c, err := d.DialContext(ctx, "tcp", be.Addr.String())
-	if err != nil && ctx.Err() == nil {
-		if c6, err6 := d.DialContext(ctx, "tcp", netip.AddrPortFrom(netip.IPv6Loopback(), be.Addr.Port()).String()); err6 == nil {
-			return c6, nil
-		}
-	}
-	return c, err
+	return tcp(ctx, be.Addr.String())
 }
 
 // halfCloser is a connection whose sending side closes alone (TCP).

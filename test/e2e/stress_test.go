@@ -385,6 +385,9 @@ type stressResult struct {
 	doubles           int           // stretches of two holders
 	outage            time.Duration
 	outageAt          time.Time // when the longest outage began
+	// failedChecks: health checks failed on any node (hung: of them, found
+	// hung), what stops short of a move shows how near one came.
+	failedChecks, hung int
 }
 
 // result reads group g's figures for the span [from, to].
@@ -410,6 +413,16 @@ func (s *stressLab) result(cond stressCondition, g *stressGroup, from, to time.T
 	ok, failed, _ := lab.RequestCounts(ss, from, to)
 	r.failed, r.requests = failed, ok+failed
 	r.outage, r.outageAt = longestOutage(ss, from, to)
+	for _, p := range g.procs {
+		for _, l := range p.LinesBetween(from, to) {
+			if strings.Contains(l, `msg="Health check failed"`) {
+				r.failedChecks++
+				if strings.Contains(l, "while /livez/ping answered") {
+					r.hung++
+				}
+			}
+		}
+	}
 	return r
 }
 
@@ -447,8 +460,8 @@ func longestOutage(ss []lab.Sample, from, to time.Time) (longest time.Duration, 
 }
 
 func (r stressResult) String() string {
-	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s",
-		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders())
+	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s, failed health checks %d (hung %d)",
+		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders(), r.failedChecks, r.hung)
 }
 
 // twoHolders is how often two nodes held the VIP, and the longest time.
