@@ -27,11 +27,11 @@ type Config struct {
 	Timeout       time.Duration
 	FailThreshold int
 	RiseThreshold int
-	// HungAfter: a check with no answer by then (or by twice the slowest
-	// healthy answer of the last 60 checks, if later: answers.go) while the
-	// apiserver answers /livez/ping within a tenth of HungAfter finds a hung
-	// apiserver (Result.Hung: FAIL_THRESHOLD-1 failures). 0, or not below
-	// Timeout: never.
+	// HungAfter: a check with no answer by then while the apiserver answers
+	// /livez/ping within a tenth of it, and no TCP segment of this host was
+	// lost in the last seconds (loss.go), finds a hung apiserver
+	// (Result.Hung: FAIL_THRESHOLD-1 failures). 0, or not below Timeout:
+	// never.
 	HungAfter time.Duration
 	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins
@@ -76,10 +76,8 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	// answered: how long the last healthy answers took, which sets how
-	// long a check waits before it asks whether the apiserver is hung.
-	answered answers
-	timeout  *quietio.Alarm // a check's timeout (withTimeout); nil until the first
+	loss    lossHistory    // lost TCP segments: a stall then is not judged hung
+	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -133,6 +131,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
 		tune:   make(chan Timing, 1),
+		loss:   lossHistory{read: procLoss()},
 	}, nil
 }
 
@@ -172,10 +171,14 @@ func (c *Checker) Check(ctx context.Context) Result {
 		u = c.ready
 	}
 	var pinged time.Duration
+	var lossy bool
 	sil := silence{}
-	hungAfter := c.answered.hungAfter(c.cfg.HungAfter)
 	if c.cfg.HungAfter > 0 {
-		sil = silence{at: start.Add(hungAfter), stuck: func() bool {
+		c.loss.note(start)
+		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
+			if lossy = c.loss.lossy(time.Now()); lossy {
+				return false // the network's stall, maybe: wait on (loss.go)
+			}
 			var ok bool
 			pinged, ok = c.answersPing(ctx)
 			return ok
@@ -196,19 +199,19 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if errors.Is(err, errStuck) {
 		return Result{Hung: true, Duration: d, Reason: fmt.Sprintf(
 			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
-			hungAfter, pinged.Round(time.Millisecond))}
+			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
 	}
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
+			if lossy {
+				reason += " (not judged hung at " + c.cfg.HungAfter.String() + ": this host was losing TCP segments)"
+			}
 		}
 		return Result{Reason: reason, Duration: d, Refused: refused(err)}
 	}
 	ok, reason := classify(status, tok.present)
-	if ok {
-		c.answered.add(d)
-	}
 	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
 }
 

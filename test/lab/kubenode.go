@@ -46,7 +46,7 @@ func (l *Lab) AddKubeNode(h *Host, tree string, bin KubeBinaries, hosts, cni str
 	l.stops = append(l.stops, n.removeCgroups) // stops run last first: after the node is gone
 	l.mu.Unlock()
 	sd.APIVFSWritable = true
-	sd.Syscalls = []string{"@keyring"} // runc joins a session keyring per container
+	sd.Syscalls = []string{"@keyring", "bpf"} // runc joins a session keyring per container; our spreading loads an sk_lookup program
 	sd.Writable = map[string]bool{}
 	for _, d := range []string{"kubelet", "etcd", "containerd"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {

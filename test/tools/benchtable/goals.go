@@ -16,10 +16,12 @@ type bound struct {
 }
 
 // vs bounds ours against another tool of the same row: ours.median /
-// theirs.median ≤ Ratio.
+// theirs.median ≤ Ratio (if set), ours.median - theirs.median ≤ Plus (if
+// set: a cost added to what the other measures, in the row's unit).
 type vs struct {
-	Tool  string  `json:"tool"`
-	Ratio float64 `json:"ratio"`
+	Tool  string   `json:"tool"`
+	Ratio float64  `json:"ratio,omitempty"`
+	Plus  *float64 `json:"plus,omitempty"`
 }
 
 // goal is one line of bench/goals.json: a row of bench/results.json, what
@@ -102,6 +104,16 @@ func versus(r row, b vs, result *string) []string {
 		if o.Tool != b.Tool {
 			continue
 		}
+		if b.Plus != nil {
+			diff := r.Ours.Median - o.Median
+			*result += fmt.Sprintf("; %+g %s against %s", diff, r.Unit, b.Tool)
+			if diff > *b.Plus {
+				return []string{fmt.Sprintf("%+g %s against %s > %+g", diff, r.Unit, b.Tool, *b.Plus)}
+			}
+			if b.Ratio == 0 {
+				return nil
+			}
+		}
 		if o.Median <= 0 {
 			if r.Ours.Median <= 0 {
 				return nil // both 0
@@ -162,8 +174,11 @@ func (b bound) String() string {
 	if b.P95 != nil {
 		parts = append(parts, fmt.Sprintf("p95 > %g", *b.P95))
 	}
-	if b.Vs != nil {
+	if b.Vs != nil && b.Vs.Ratio > 0 {
 		parts = append(parts, fmt.Sprintf("median > %g × %s's", b.Vs.Ratio, b.Vs.Tool))
+	}
+	if b.Vs != nil && b.Vs.Plus != nil {
+		parts = append(parts, fmt.Sprintf("median > %s's %+g", b.Vs.Tool, *b.Vs.Plus))
 	}
 	return strings.Join(parts, " or ")
 }

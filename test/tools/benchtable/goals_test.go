@@ -75,6 +75,18 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// A Plus bound is a cost added to the other tool's figure.
+func TestCheckPlus(t *testing.T) {
+	rows := []row{{Name: "a", Unit: "ms", Ours: figure{Median: 1.25, N: 20}, Others: []compared{{Tool: "direct", figure: figure{Median: 1.0}}}}}
+	var sb strings.Builder
+	if n := report(&sb, check([]goal{{Row: "a", bound: bound{Vs: &vs{Tool: "direct", Plus: f(0.2)}}}}, rows, false), false); n != 1 {
+		t.Fatalf("+0.25 ms against +0.2 allowed: %d missed, want 1:\n%s", n, sb.String())
+	}
+	if n := report(&sb, check([]goal{{Row: "a", bound: bound{Vs: &vs{Tool: "direct", Plus: f(0.3)}}}}, rows, false), false); n != 0 {
+		t.Fatalf("+0.25 ms against +0.3 allowed: %d missed, want 0:\n%s", n, sb.String())
+	}
+}
+
 // TestGoalsFileReads: every goal has a row, a text, a reason and a bound.
 func TestGoalsFileReads(t *testing.T) {
 	if _, err := readGoals(goalsFile); err != nil {

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/test/lab"
+)
+
+// BenchmarkRealSpread: what spreading API connections (issue 36) costs and
+// gives, on the real control plane (3 × kube-apiserver + etcd, kubeadm's
+// defaults: no shutdown delay). Two groups of ours on the same nodes at
+// once: the VIP with spreading on (192.0.2.100) and one without
+// (192.0.2.101, its own VRID), each with a client probing it every 10 ms.
+//
+//   - latency of a GET through the spreading VIP, a new TCP+TLS connection
+//     each (the proxy's accept and dial are in every one), against the
+//     holder's apiserver directly: p50, p95, p99;
+//   - a 50 MB LIST (500 ConfigMaps of 100 kB) through the spreading VIP
+//     against the holder's apiserver directly: time, and the holder's
+//     daemon's CPU per GB carried;
+//   - a rolling restart of the three apiservers (SIGTERM, the next when
+//     the previous is live): failed requests, spreading on and off.
+func BenchmarkRealSpread(b *testing.B) {
+	vipOff := netip.MustParsePrefix("192.0.2.101/32")
+	c := newRealClusterOf(b, 3, []netip.Addr{vip4.Addr(), vipOff.Addr()}, lab.APIServerOptions{},
+		"NOVAEDGE_CP_VIP_ADDRESS="+vip4.String(), "NOVAEDGE_CP_VIP_VRID=71", "NOVAEDGE_CP_VIP_LOG_LEVEL=info")
+	c.extra = append(c.extra, spreadEnv(c)...)
+	quiet(c.Lab)
+	c.startControlPlane(b)
+	c.startAll(b)
+	for i, n := range c.nodes { // the group without spreading
+		env := append(c.nodeEnv(i), "NOVAEDGE_CP_VIP_ADDRESS="+vipOff.String(), "NOVAEDGE_CP_VIP_VRID=72", "NOVAEDGE_CP_VIP_SPREAD=false")
+		p, err := n.StartQuiet(n.Name+"-off", env, binary, "run")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Kill() })
+	}
+	on := &realGroup{tool: "spreading on", vip: vip4}
+	off := &realGroup{tool: "spreading off", vip: vipOff}
+	for _, g := range []*realGroup{on, off} {
+		var err error
+		if g.probe, err = c.cp.StartProbe(c.client, "https://"+g.vip.Addr().String()+":6443", 3*time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		if err := g.settled(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h, err := on.holder(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitLine(b, c.procs[h], 0, "Spreading new connections to the VIP over the apiservers", "backends=3")
+	for i := range c.nodes {
+		if i != h {
+			waitLine(b, c.procs[h], 0, "Backend health changed", "backend="+c.nodes[i].IPv4.Addr().String(), "state=healthy")
+		}
+	}
+	direct := "https://" + c.nodes[h].IPv4.Addr().String() + ":6443"
+	const (
+		rowLatency = "real control plane, spreading on: GET through the VIP, a new connection each: latency"
+		rowList    = "real control plane, spreading on: a 50 MB LIST through the VIP: time"
+		rowListCPU = "real control plane, spreading on: the holder's daemon's CPU per GB through the VIP"
+		rowRolling = "real control plane, spreading on: rolling restart of 3 apiservers (SIGTERM, no shutdown delay): failed requests"
+		viaDirect  = "the holder's apiserver directly"
+	)
+	b.ResetTimer()
+	for range b.N {
+		if rowWanted(rowLatency) > 0 {
+			// One client, one request at a time, a second per trial.
+			d := time.Duration(benchTrials()) * time.Second
+			lat := map[string][]time.Duration{}
+			for _, to := range []struct{ name, server string }{{on.tool, realServer}, {viaDirect, direct}} {
+				ss := c.probesOf(b, to.server, 1, d, 20*time.Millisecond)[0]
+				for _, s := range ss {
+					if s.OK {
+						lat[to.name] = append(lat[to.name], s.Latency)
+					}
+				}
+				b.Logf("FIGURE spread latency, %s: %s", to.name, quantiles(lat[to.name]))
+			}
+			record(b, Row{Name: rowLatency, Unit: "ms", Ours: usFigure(lat[on.tool]), Others: versus(viaDirect, usFigure(lat[viaDirect]))})
+		}
+		if rowWanted(rowList)+rowWanted(rowListCPU) > 0 {
+			if err := c.seedConfigMaps(500); err != nil {
+				b.Fatal(err)
+			}
+			took := map[string][]time.Duration{}
+			var bytes, ticks int
+			for range max(benchTrials()/4, 2) {
+				for _, to := range []struct{ name, server string }{{on.tool, realServer}, {viaDirect, direct}} {
+					t0, _, _ := usage(b, []int{c.procs[h].PID()})
+					d, n, err := c.list(to.server + "/api/v1/configmaps")
+					if err != nil {
+						b.Fatal(err)
+					}
+					t1, _, _ := usage(b, []int{c.procs[h].PID()})
+					took[to.name] = append(took[to.name], d)
+					if to.name == on.tool {
+						bytes, ticks = bytes+n, ticks+t1-t0
+					}
+					b.Logf("LIST %s: %d bytes in %s", to.name, n, d.Round(time.Millisecond))
+				}
+			}
+			// clock ticks (1/100 s) per GB, as CPU milliseconds
+			cpu := float64(ticks) * 10 / (float64(bytes) / 1e9)
+			b.Logf("FIGURE spread LIST: through the VIP %+v ms, directly %+v ms (%d MB each); the holder's daemon %.0f CPU ms per GB",
+				durFigure(took[on.tool]), durFigure(took[viaDirect]), bytes/len(took[on.tool])/1e6, cpu)
+			record(b, Row{Name: rowList, Unit: "ms", Ours: durFigure(took[on.tool]), Others: versus(viaDirect, durFigure(took[viaDirect]))})
+			record(b, Row{Name: rowListCPU, Unit: "ms", Ours: Figure{Median: cpu, P95: cpu, N: len(took[on.tool])}})
+		}
+		failed := map[string][]float64{}
+		for trial := range rollingTrials() * rowWanted(rowRolling) {
+			start := time.Now()
+			for i := range c.nodes {
+				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, g := range []*realGroup{on, off} {
+				if err := g.settled(c); err != nil {
+					b.Fatal(err)
+				}
+				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
+				failed[g.tool] = append(failed[g.tool], float64(n))
+				b.Logf("rolling restart %d, %s: %d failed requests", trial+1, g.tool, n)
+			}
+		}
+		if rowWanted(rowRolling) > 0 {
+			recordReal(b, rowRolling, "requests", []*realGroup{on, off}, func(tool string) Figure { return countFigure(failed[tool]) })
+		}
+	}
+}
+
+// usFigure summarises durations in milliseconds to the microsecond (a
+// proxy's cost is a fraction of a millisecond).
+func usFigure(ds []time.Duration) Figure {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return Figure{}
+	}
+	q := func(p float64) float64 {
+		return float64(s[min(max(int(p*float64(len(s))+0.5)-1, 0), len(s)-1)].Microseconds()) / 1000
+	}
+	return Figure{Median: q(0.5), P95: q(0.95), N: len(s)}
+}
+
+// quantiles says p50, p95 and p99 of ds.
+func quantiles(ds []time.Duration) string {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return "no samples"
+	}
+	q := func(p float64) time.Duration { return s[min(max(int(p*float64(len(s))+0.5)-1, 0), len(s)-1)] }
+	return fmt.Sprintf("p50 %v, p95 %v, p99 %v (%d requests)", q(0.5), q(0.95), q(0.99), len(s))
+}
+
+// seedConfigMaps creates n ConfigMaps of 100 kB in default (spread-N), once.
+func (c *realCluster) seedConfigMaps(n int) error {
+	url := "https://" + c.nodes[0].IPv4.Addr().String() + ":6443/api/v1/namespaces/default/configmaps"
+	script := fmt.Sprintf(`set -e
+if curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' %[3]s/spread-%[4]d -o /dev/null; then exit 0; fi
+v=$(head -c 75000 /dev/zero | base64 -w0)
+for i in $(seq 1 %[4]d); do
+  printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"spread-%%d"},"data":{"v":"%%s"}}' $i "$v" |
+    curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' -X POST --data-binary @- %[3]s -o /dev/null
+done`, c.cp.PKI.CAFile, c.cp.AdminToken, url, n)
+	_, err := c.client.Exec("sh", "-c", script)
+	return err
+}
+
+// list GETs url from the client with curl and returns how long it took and
+// how many bytes came.
+func (c *realCluster) list(url string) (time.Duration, int, error) {
+	out, err := c.client.Exec("curl", "-sf", "--max-time", "60", "--cacert", c.cp.PKI.CAFile,
+		"-H", "Authorization: Bearer "+c.cp.AdminToken, "-o", "/dev/null", "-w", "%{time_total} %{size_download}", url)
+	if err != nil {
+		return 0, 0, fmt.Errorf("LIST %s: %v: %s", url, err, out)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("LIST %s: curl said %q", url, out)
+	}
+	secs, err1 := strconv.ParseFloat(f[0], 64)
+	n, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("LIST %s: curl said %q", url, out)
+	}
+	return time.Duration(secs * float64(time.Second)), n, nil
+}
