@@ -42,7 +42,7 @@ func run(args []string, stderr io.Writer) int {
 		return code
 	}
 	reloader := config.NewReloader(fl)
-	oneProc()
+	oneProc(cfg.Spread)
 	log, level := newLogger(cfg, stderr)
 	for _, w := range warnings {
 		log.Warn("Configuration warning", "warning", w)
@@ -140,13 +140,16 @@ func trimLater(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// oneProc runs the daemon's goroutines on one P unless GOMAXPROCS is set.
-// Its work is microseconds per event; with a second P every goroutine made
-// runnable also wakes a second thread to look for work, which finds none
-// and sleeps again: with BGP and BFD at 50 ms, 43 % of the idle daemon's
-// wake-ups (540 a second against 310, side by side).
-func oneProc() {
-	if os.Getenv("GOMAXPROCS") == "" {
+// oneProc runs the daemon's goroutines on one P unless GOMAXPROCS is set
+// or it spreads API connections. Its work is microseconds per event; with
+// a second P every goroutine made runnable also wakes a second thread to
+// look for work, which finds none and sleeps again: with BGP and BFD at
+// 50 ms, 43 % of the idle daemon's wake-ups (540 a second against 310, side
+// by side). Spreading carries the cluster's API connections (their
+// greetings and goroutines), which must not queue the advertisements
+// behind them: the runtime's default then.
+func oneProc(spread bool) {
+	if os.Getenv("GOMAXPROCS") == "" && !spread {
 		runtime.GOMAXPROCS(1)
 	}
 }

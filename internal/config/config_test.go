@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,6 +178,8 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"spread with no one to spread over", map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true"}, `NOVAEDGE_CP_VIP_SPREAD_BACKENDS (--spread-backends): is empty and NOVAEDGE_CP_VIP_PEERS has no global unicast address`},
 		{"spread over link-local peers only", map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true", "NOVAEDGE_CP_VIP_ADDRESS": "2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "fe80::12"}, `is empty and NOVAEDGE_CP_VIP_PEERS has no global unicast address`},
 		{"spread backend is the VIP", map[string]string{"NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12,192.0.2.100"}, "192.0.2.100 is a VIP"},
+		{"spread backend is the VIP, IPv4-mapped", map[string]string{"NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12,::ffff:192.0.2.100"}, "192.0.2.100 is a VIP"},
+		{"spread over peers that list the VIP", map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12,192.0.2.100"}, "NOVAEDGE_CP_VIP_PEERS (--peers)=\"192.0.2.12,192.0.2.100\": 192.0.2.100 is a VIP"},
 		{"spread backend twice", map[string]string{"NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12,192.0.2.12"}, "192.0.2.12 is listed twice"},
 		{"spread backend not unicast", map[string]string{"NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12,224.0.0.1"}, "224.0.0.1 is not a unicast address of a node"},
 		{"spread in bgp mode", merge(bgp, map[string]string{"NOVAEDGE_CP_VIP_SPREAD": "true", "NOVAEDGE_CP_VIP_SPREAD_BACKENDS": "192.0.2.12"}), "NOVAEDGE_CP_VIP_SPREAD (--spread)=\"true\": is for l2 mode"},
@@ -455,5 +458,19 @@ func TestUnparsablePeerListIsNeverEchoed(t *testing.T) {
 		if !strings.Contains(err.Error(), "NOVAEDGE_BGP_PEERS") || !strings.Contains(err.Error(), "peer ") {
 			t.Errorf("%q: error does not name the variable and the peer: %v", v, err)
 		}
+	}
+}
+
+// Dual-stack VIPs need unicast peers of both families; spreading takes
+// one family of them, or each node would be two backends.
+func TestSpreadBackendListOneFamilyOfPeers(t *testing.T) {
+	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	c := Config{Peers: AddrList{a("2001:db8::12"), a("192.0.2.12"), a("fe80::13"), a("2001:db8::13"), a("192.0.2.13")}}
+	if got := c.SpreadBackendList(); !slices.Equal(got, []netip.Addr{a("192.0.2.12"), a("192.0.2.13")}) {
+		t.Errorf("dual-stack peers: %v, want the IPv4 ones", got)
+	}
+	c.Peers = AddrList{a("fe80::12"), a("2001:db8::12")}
+	if got := c.SpreadBackendList(); !slices.Equal(got, []netip.Addr{a("2001:db8::12")}) {
+		t.Errorf("IPv6 peers: %v, want the global one", got)
 	}
 }

@@ -122,7 +122,7 @@ func (a *AddrList) Decode(s string) error {
 		if err != nil {
 			return fmt.Errorf("%q is not an IP address", f)
 		}
-		out = append(out, ip)
+		out = append(out, ip.Unmap()) // ::ffff:192.0.2.1 is 192.0.2.1: one address, one spelling
 	}
 	*a = out
 	return nil

@@ -152,15 +152,24 @@ func (c *Config) validateL2() error {
 }
 
 func (c *Config) validateSpread() error {
+	// The list spreading uses: SPREAD_BACKENDS, or what it takes of PEERS.
+	field, list := "SpreadBackends", any(c.SpreadBackends)
+	if len(c.SpreadBackends) == 0 {
+		field, list = "Peers", c.Peers
+	}
+	var effective []netip.Addr // checked: SPREAD_BACKENDS always, what PEERS gives when spreading
+	if len(c.SpreadBackends) > 0 || c.Spread {
+		effective = c.SpreadBackendList()
+	}
 	seen := map[netip.Addr]bool{}
-	for _, b := range c.SpreadBackends {
+	for _, b := range effective {
 		switch {
 		case !b.IsGlobalUnicast() || b.Zone() != "":
-			return errorf("SpreadBackends", c.SpreadBackends, "%s is not a unicast address of a node (a link-local one cannot be dialled without its interface)", b)
+			return errorf(field, list, "%s is not a unicast address of a node (a link-local one cannot be dialled without its interface)", b)
 		case c.isVIP(b):
-			return errorf("SpreadBackends", c.SpreadBackends, "%s is a VIP: list the nodes' own addresses", b)
+			return errorf(field, list, "%s is a VIP: list the nodes' own addresses (spreading would send the VIP's connections to itself)", b)
 		case seen[b]:
-			return errorf("SpreadBackends", c.SpreadBackends, "%s is listed twice", b)
+			return errorf(field, list, "%s is listed twice", b)
 		}
 		seen[b] = true
 	}
@@ -185,18 +194,27 @@ func (c *Config) isVIP(a netip.Addr) bool {
 }
 
 // SpreadBackendList is where spreading looks for the other apiservers:
-// SPREAD_BACKENDS, else the unicast VRRP peers' global addresses.
+// SPREAD_BACKENDS, else the unicast VRRP peers' global addresses of one
+// family, IPv4 if any: dual-stack VIPs need peers of both families, which
+// would list every node twice (two backends, two shares of the load).
 func (c *Config) SpreadBackendList() []netip.Addr {
 	if len(c.SpreadBackends) > 0 {
 		return c.SpreadBackends
 	}
-	var out []netip.Addr // a link-local peer cannot be dialled without its interface
+	var v4, v6 []netip.Addr // a link-local peer cannot be dialled without its interface
 	for _, p := range c.Peers {
-		if p.IsGlobalUnicast() {
-			out = append(out, p)
+		switch {
+		case !p.IsGlobalUnicast():
+		case p.Is4():
+			v4 = append(v4, p)
+		default:
+			v6 = append(v6, p)
 		}
 	}
-	return out
+	if len(v4) > 0 {
+		return v4
+	}
+	return v6
 }
 
 // PeersOf returns the unicast VRRP peers of one address family.

@@ -84,11 +84,17 @@ func (g *greeting) take(ch chunk, b net.Conn) (backendErr, clientErr error) {
 	return nil, nil
 }
 
+// errNoAnswer: the backend took the client's first bytes and did not
+// answer them in time (a frozen or wedged apiserver whose kernel still
+// completes handshakes).
+var errNoAnswer = errors.New("no answer to the client's first bytes")
+
 // greet sends b what the client has sent so far and carries the client's
 // bytes on until b's first answer, which it passes to the client. An error
 // says b failed before answering (try another: greet again), or
-// errClientGone.
-func (g *greeting) greet(b net.Conn) error {
+// errClientGone. within bounds how long b may take to answer once it has
+// the client's first bytes (0: as long as it takes).
+func (g *greeting) greet(b net.Conn, within time.Duration) error {
 	if len(g.sent) > 0 {
 		if _, err := b.Write(g.sent); err != nil {
 			return err
@@ -105,6 +111,22 @@ func (g *greeting) greet(b net.Conn) error {
 		n, err := b.Read(buf)
 		first <- chunk{b: buf[:n], err: err}
 	}()
+	// The answer is owed from the client's first byte on: a server that
+	// speaks first is not timed.
+	var owed <-chan time.Time
+	var timer *time.Timer
+	owe := func() {
+		if timer == nil && within > 0 && (len(g.sent) > 0 || g.overflow) {
+			timer = time.NewTimer(within)
+			owed = timer.C
+		}
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	owe()
 	for {
 		select {
 		case ch := <-g.chunks:
@@ -115,6 +137,9 @@ func (g *greeting) greet(b net.Conn) error {
 			if berr != nil {
 				return berr
 			}
+			owe()
+		case <-owed:
+			return errNoAnswer
 		case r := <-first:
 			if len(r.b) == 0 && (r.err == nil || errors.Is(r.err, io.EOF)) {
 				// A close, not a failure: the backend ends the connection

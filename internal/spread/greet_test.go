@@ -2,12 +2,16 @@ package spread
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // dying accepts, reads what the client sends first and resets the
@@ -124,5 +128,58 @@ func TestHandOverClearsTheDeadlineOnAnEarlyEOF(t *testing.T) {
 	go peer.Write([]byte("x"))
 	if _, err := client.Read(make([]byte, 1)); err != nil {
 		t.Errorf("reading the client after handOver: %v, want the byte (deadline cleared)", err)
+	}
+}
+
+// silentAfterHello accepts and reads the client's first bytes, and never
+// answers: an apiserver frozen (SIGSTOP, a cgroup freeze) whose kernel
+// still completes handshakes.
+func silentAfterHello(t *testing.T) netip.AddrPort {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	return serve(t, func(c net.Conn) {
+		defer c.Close()
+		c.Read(make([]byte, 100))
+		<-hold
+	})
+}
+
+// A backend that takes the client's first bytes and does not answer them
+// in time loses the connection, with those bytes, to the next one; the
+// last one left is waited for.
+func TestGreetingMovesAConnectionWhoseBackendDoesNotAnswer(t *testing.T) {
+	p := upPool(silentAfterHello(t), answering(t, "b"))
+	addr, _ := runProxy(t, &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler), AnswerWithin: 200 * time.Millisecond})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	fmt.Fprint(c, "client hello\n")
+	got, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || got != "b: client hello\n" {
+		t.Fatalf("got %q, %v; want the second backend's answer to the first bytes, sent again", got, err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond {
+		t.Errorf("moved after %v, before the answer was due", d)
+	}
+	if st := p.Status(); st[0].DialFailures != 1 || st[1].Connections != 1 {
+		t.Errorf("pool %+v: want the silent backend marked once, the other carrying the connection", st)
+	}
+
+	// The silent one alone: it is the last left, waited for past the bound.
+	alone := NewPool([]Backend{{Addr: silentAfterHello(t)}})
+	addr, _ = runProxy(t, &Proxy{Pool: alone, Log: slog.New(slog.DiscardHandler), AnswerWithin: 50 * time.Millisecond})
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	fmt.Fprint(c2, "client hello\n")
+	c2.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := c2.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the only backend, silent: %v, want the connection kept open (the client's own time-out decides)", err)
 	}
 }

@@ -1,6 +1,7 @@
 package spread
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -27,6 +28,14 @@ const ConnectTimeout = 250 * time.Millisecond
 // and a client long gone holds no dial.
 const LastConnectTimeout = 30 * time.Second
 
+// AnswerTimeout is how long a backend may take to answer the client's
+// first bytes (a TLS ClientHello: an apiserver answers in milliseconds,
+// a CPU-starved one in tens) before the connection, with those bytes, goes
+// to the next backend: the apiserver is frozen or wedged though its kernel
+// completes handshakes. The last backend left is waited for as long as the
+// client waits (client-go's TLS handshake time-out: 10 s).
+const AnswerTimeout = 2 * time.Second
+
 // Dialer dials a backend; ctx carries the time-out.
 type Dialer func(ctx context.Context, b Backend) (net.Conn, error)
 
@@ -36,6 +45,8 @@ type Proxy struct {
 	Pool *Pool
 	Dial Dialer // nil: TCP; the local backend on 127.0.0.1, else ::1
 	Log  *slog.Logger
+	// AnswerWithin overrides AnswerTimeout (tests); 0: AnswerTimeout.
+	AnswerWithin time.Duration
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -124,8 +135,9 @@ func (p *Proxy) closeAll() {
 
 // carry connects the client c to a backend and copies both ways until
 // both sides are done. A backend that refuses, does not answer the dial,
-// or resets the connection before it has sent a byte (an apiserver dying
-// between the kernel's handshake and its own) is marked and the next one
+// resets the connection before it has sent a byte (an apiserver dying
+// between the kernel's handshake and its own) or does not answer the
+// client's first bytes within AnswerTimeout is marked and the next one
 // tried, with what the client sent so far sent again (greet): the client
 // never sees the failure. Safe to send again: over TLS no request reaches
 // the apiserver before its first answer. A close (FIN) is passed on.
@@ -154,7 +166,11 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		}
 		defer p.untrack(b)
 		p.Pool.Opened(i)
-		switch err := g.greet(b); {
+		within := cmp.Or(p.AnswerWithin, AnswerTimeout)
+		if last {
+			within = 0
+		}
+		switch err := g.greet(b, within); {
 		case errors.Is(err, errClientGone):
 			b.Close()
 			p.Pool.Closed(i)
