@@ -28,10 +28,8 @@ type Config struct {
 	FailThreshold int
 	RiseThreshold int
 	// HungAfter: a check with no answer by then while the apiserver answers
-	// /livez/ping within a tenth of it, and no TCP segment of this host was
-	// lost in the last seconds (loss.go), finds a hung apiserver
-	// (Result.Hung: FAIL_THRESHOLD-1 failures). 0, or not below Timeout:
-	// never.
+	// /livez/ping within a tenth of it finds a hung apiserver (Result.Hung:
+	// FAIL_THRESHOLD-1 failures). 0, or not below Timeout: never.
 	HungAfter time.Duration
 	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins
@@ -76,7 +74,6 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	loss    lossHistory    // lost TCP segments: a stall then is not judged hung
 	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
@@ -131,7 +128,6 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		log:    log,
 		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
 		tune:   make(chan Timing, 1),
-		loss:   lossHistory{read: procLoss()},
 	}, nil
 }
 
@@ -171,14 +167,9 @@ func (c *Checker) Check(ctx context.Context) Result {
 		u = c.ready
 	}
 	var pinged time.Duration
-	var lossy bool
 	sil := silence{}
 	if c.cfg.HungAfter > 0 {
-		c.loss.note(start)
 		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
-			if lossy = c.loss.lossy(time.Now()); lossy {
-				return false // the network's stall, maybe: wait on (loss.go)
-			}
 			var ok bool
 			pinged, ok = c.answersPing(ctx)
 			return ok
@@ -205,9 +196,6 @@ func (c *Checker) Check(ctx context.Context) Result {
 		reason := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
-			if lossy {
-				reason += " (not judged hung at " + c.cfg.HungAfter.String() + ": this host was losing TCP segments)"
-			}
 		}
 		return Result{Reason: reason, Duration: d, Refused: refused(err)}
 	}

@@ -19,14 +19,17 @@ import (
 // once: the VIP with spreading on (192.0.2.100) and one without
 // (192.0.2.101, its own VRID), each with a client probing it every 10 ms.
 //
-//   - latency of a GET through the spreading VIP, a new TCP+TLS connection
-//     each (the proxy's accept and dial are in every one), against the
-//     holder's apiserver directly: p50, p95, p99;
+//   - latency of a GET through the spreading VIP, on a kept connection
+//     (client-go's way: the proxy's copy alone) and on a new TCP+TLS
+//     connection each (the proxy's accept and dial in every one), against
+//     the holder's apiserver directly: p50, p95, p99;
 //   - a 50 MB LIST (500 ConfigMaps of 100 kB) through the spreading VIP
 //     against the holder's apiserver directly: time, and the holder's
 //     daemon's CPU per GB carried;
 //   - a rolling restart of the three apiservers (SIGTERM, the next when
-//     the previous is live): failed requests, spreading on and off.
+//     the previous is live): failed requests, spreading on and off;
+//   - our daemon SIGKILLed on the holder and restarted 1.5 s later:
+//     failed requests, spreading on and off.
 func BenchmarkRealSpread(b *testing.B) {
 	vipOff := netip.MustParsePrefix("192.0.2.101/32")
 	c := newRealClusterOf(b, 3, []netip.Addr{vip4.Addr(), vipOff.Addr()}, lab.APIServerOptions{},
@@ -35,14 +38,23 @@ func BenchmarkRealSpread(b *testing.B) {
 	quiet(c.Lab)
 	c.startControlPlane(b)
 	c.startAll(b)
-	for i, n := range c.nodes { // the group without spreading
+	offProcs := make([]*lab.Process, len(c.nodes))
+	startOff := func(i int) error { // the group without spreading
 		env := append(c.nodeEnv(i), "NOVAEDGE_CP_VIP_ADDRESS="+vipOff.String(), "NOVAEDGE_CP_VIP_VRID=72", "NOVAEDGE_CP_VIP_SPREAD=false")
-		p, err := n.StartQuiet(n.Name+"-off", env, binary, "run")
-		if err != nil {
+		p, err := c.nodes[i].StartQuiet(c.nodes[i].Name+"-off", env, binary, "run")
+		offProcs[i] = p
+		return err
+	}
+	for i := range c.nodes {
+		if err := startOff(i); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { p.Kill() })
 	}
+	b.Cleanup(func() {
+		for _, p := range offProcs {
+			p.Kill()
+		}
+	})
 	on := &realGroup{tool: "spreading on", vip: vip4}
 	off := &realGroup{tool: "spreading off", vip: vipOff}
 	for _, g := range []*realGroup{on, off} {
@@ -66,28 +78,36 @@ func BenchmarkRealSpread(b *testing.B) {
 	}
 	direct := "https://" + c.nodes[h].IPv4.Addr().String() + ":6443"
 	const (
-		rowLatency = "real control plane, spreading on: GET through the VIP, a new connection each: latency"
-		rowList    = "real control plane, spreading on: a 50 MB LIST through the VIP: time"
-		rowListCPU = "real control plane, spreading on: the holder's daemon's CPU per GB through the VIP"
-		rowRolling = "real control plane, spreading on: rolling restart of 3 apiservers (SIGTERM, no shutdown delay): failed requests"
-		viaDirect  = "the holder's apiserver directly"
+		rowLatency    = "real control plane, spreading on: GET through the VIP on a kept connection: latency"
+		rowLatencyNew = "real control plane, spreading on: GET through the VIP, a new connection each: latency"
+		rowList       = "real control plane, spreading on: a 50 MB LIST through the VIP: time"
+		rowListCPU    = "real control plane, spreading on: the holder's daemon's CPU per GB through the VIP"
+		rowRolling    = "real control plane, spreading on: rolling restart of 3 apiservers (SIGTERM, no shutdown delay): failed requests"
+		rowKill       = "real control plane, spreading on: our daemon SIGKILLed on the holder, restarted 1.5 s later: failed requests"
+		viaDirect     = "the holder's apiserver directly"
 	)
 	b.ResetTimer()
 	for range b.N {
-		if rowWanted(rowLatency) > 0 {
+		for _, lr := range []struct {
+			row  string
+			keep []string
+		}{{rowLatency, []string{"-keep"}}, {rowLatencyNew, nil}} {
+			if rowWanted(lr.row) == 0 {
+				continue
+			}
 			// One client, one request at a time, a second per trial.
 			d := time.Duration(benchTrials()) * time.Second
 			lat := map[string][]time.Duration{}
 			for _, to := range []struct{ name, server string }{{on.tool, realServer}, {viaDirect, direct}} {
-				ss := c.probesOf(b, to.server, 1, d, 20*time.Millisecond)[0]
+				ss := c.probesOf(b, to.server, 1, d, 20*time.Millisecond, lr.keep...)[0]
 				for _, s := range ss {
 					if s.OK {
 						lat[to.name] = append(lat[to.name], s.Latency)
 					}
 				}
-				b.Logf("FIGURE spread latency, %s: %s", to.name, quantiles(lat[to.name]))
+				b.Logf("FIGURE %s, %s: %s", lr.row, to.name, quantiles(lat[to.name]))
 			}
-			record(b, Row{Name: rowLatency, Unit: "ms", Ours: usFigure(lat[on.tool]), Others: versus(viaDirect, usFigure(lat[viaDirect]))})
+			record(b, Row{Name: lr.row, Unit: "ms", Ours: usFigure(lat[on.tool]), Others: versus(viaDirect, usFigure(lat[viaDirect]))})
 		}
 		if rowWanted(rowList)+rowWanted(rowListCPU) > 0 {
 			if err := c.seedConfigMaps(500); err != nil {
@@ -136,6 +156,39 @@ func BenchmarkRealSpread(b *testing.B) {
 		}
 		if rowWanted(rowRolling) > 0 {
 			recordReal(b, rowRolling, "requests", []*realGroup{on, off}, func(tool string) Figure { return countFigure(failed[tool]) })
+		}
+		// Our daemon SIGKILLed on its group's holder and started again
+		// 1.5 s later (systemd's or the kubelet's restart): the VIP stays;
+		// with spreading the requests in flight through the proxy are cut
+		// with it.
+		killed := map[string][]float64{}
+		for trial := range rollingTrials() * rowWanted(rowKill) {
+			for _, g := range []*realGroup{on, off} {
+				h, err := g.holder(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				procs, restart := c.procs, c.restart
+				if g == off {
+					procs, restart = offProcs, startOff
+				}
+				start := time.Now()
+				procs[h].Kill()
+				time.Sleep(1500 * time.Millisecond)
+				if err := restart(h); err != nil {
+					b.Fatal(err)
+				}
+				time.Sleep(3 * time.Second) // the restarted daemon resumes
+				if err := g.settled(c); err != nil {
+					b.Fatal(err)
+				}
+				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
+				killed[g.tool] = append(killed[g.tool], float64(n))
+				b.Logf("our SIGKILL %d, %s: %d failed requests", trial+1, g.tool, n)
+			}
+		}
+		if rowWanted(rowKill) > 0 {
+			recordReal(b, rowKill, "requests", []*realGroup{on, off}, func(tool string) Figure { return countFigure(killed[tool]) })
 		}
 	}
 }

@@ -59,12 +59,12 @@ func (c *realCluster) probes(t testing.TB, n int, d, every time.Duration) [][]la
 	return c.probesOf(t, realServer, n, d, every)
 }
 
-// probesOf is probes to server.
-func (c *realCluster) probesOf(t testing.TB, server string, n int, d, every time.Duration) [][]lab.Sample {
+// probesOf is probes to server, extra the client's own flags (-keep).
+func (c *realCluster) probesOf(t testing.TB, server string, n int, d, every time.Duration, extra ...string) [][]lab.Sample {
 	t.Helper()
 	ps := make([]*lab.Process, n)
 	for i := range ps {
-		p, err := c.cp.StartProbe(c.client, server, d, "-every", every.String())
+		p, err := c.cp.StartProbe(c.client, server, d, append([]string{"-every", every.String()}, extra...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,8 +39,8 @@ func parseSamples(lines []string) []Sample {
 		if err != nil {
 			continue
 		}
-		lat, _ := strconv.ParseInt(f[2], 10, 64)
-		s := Sample{At: time.UnixMilli(ms), Latency: time.Duration(lat) * time.Millisecond, OK: f[1] == "ok"}
+		lat, _ := strconv.ParseFloat(f[2], 64) // milliseconds, to the microsecond
+		s := Sample{At: time.UnixMilli(ms), Latency: time.Duration(lat * float64(time.Millisecond)), OK: f[1] == "ok"}
 		if len(f) == 4 {
 			s.Err = f[3]
 		}

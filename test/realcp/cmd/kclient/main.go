@@ -49,7 +49,7 @@ type options struct {
 	server, token, ca, ns, sa string
 	kubeconfig                string
 	every, dur, ttl, timeout  time.Duration
-	rv0                       bool
+	rv0, keep                 bool
 }
 
 func main() {
@@ -70,6 +70,7 @@ func main() {
 	fs.DurationVar(&o.timeout, "timeout", time.Second, "per request")
 	fs.DurationVar(&o.ttl, "ttl", time.Hour, "token: requested lifetime")
 	fs.BoolVar(&o.rv0, "rv0", false, "probe: list namespaces with resourceVersion=0 (watch cache)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the connection between requests (HTTP keep-alive), as client-go does")
 	_ = fs.Parse(os.Args[2:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -115,7 +116,7 @@ func clientset(o options) (*kubernetes.Clientset, error) {
 	}
 	var rt http.RoundTripper = &http.Transport{
 		TLSClientConfig:   &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
-		DisableKeepAlives: true,
+		DisableKeepAlives: !o.keep,
 	}
 	rt = transport.NewBearerAuthRoundTripper(o.token, rt)
 	return kubernetes.NewForConfigAndClient(&rest.Config{Host: o.server, QPS: -1},
@@ -141,11 +142,11 @@ func probe(ctx context.Context, cs *kubernetes.Clientset, o options) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		lat := time.Since(start).Milliseconds()
+		lat := float64(time.Since(start).Microseconds()) / 1000
 		if err != nil {
-			fmt.Printf("%d fail %d %v\n", start.UnixMilli(), lat, err)
+			fmt.Printf("%d fail %.3f %v\n", start.UnixMilli(), lat, err)
 		} else {
-			fmt.Printf("%d ok %d\n", start.UnixMilli(), lat)
+			fmt.Printf("%d ok %.3f\n", start.UnixMilli(), lat)
 		}
 		select {
 		case <-ctx.Done():
@@ -180,7 +181,7 @@ func clientsetFromKubeconfig(o options) (*kubernetes.Clientset, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: true}
+	rt := &http.Transport{TLSClientConfig: tlsCfg, DisableKeepAlives: !o.keep}
 	return kubernetes.NewForConfigAndClient(&rest.Config{Host: cfg.Host, QPS: -1},
 		&http.Client{Transport: rt, Timeout: o.timeout})
 }
