@@ -94,6 +94,19 @@ func (p *Pool) Pick(tried []bool) (int, Backend, bool) {
 	return best, p.st[best].Backend, true
 }
 
+// UpLeft says whether a backend not tried yet is healthy and has not
+// failed a dial: one worth moving a connection to.
+func (p *Pool) UpLeft(tried []bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, s := range p.st {
+		if !tried[i] && s.Health == Up && !s.DialFailed {
+			return true
+		}
+	}
+	return false
+}
+
 func less(a, b BackendStatus) bool {
 	if ta, tb := tier(a), tier(b); ta != tb {
 		return ta < tb

@@ -137,3 +137,22 @@ func TestDialFailedEndsWithAPassingCheck(t *testing.T) {
 		t.Errorf("picked %v after a fresh verdict, want backend 0 back in turn", seen)
 	}
 }
+
+// UpLeft: a connection is worth moving only to a healthy backend not yet
+// tried whose dial has not failed.
+func TestUpLeft(t *testing.T) {
+	p := NewPool([]Backend{{}, {}, {}})
+	p.SetHealth(0, Up)
+	p.SetHealth(1, Up)
+	p.SetHealth(2, Down)
+	if !p.UpLeft([]bool{true, false, false}) {
+		t.Fatal("backend 1 is up and untried")
+	}
+	p.DialFailed(1)
+	if p.UpLeft([]bool{true, false, false}) {
+		t.Fatal("backend 1's dial failed, 2 is down: nothing to move to")
+	}
+	if p.UpLeft([]bool{true, true, true}) {
+		t.Fatal("all tried")
+	}
+}

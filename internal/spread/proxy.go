@@ -32,8 +32,9 @@ const LastConnectTimeout = 30 * time.Second
 // first bytes (a TLS ClientHello: an apiserver answers in milliseconds,
 // a CPU-starved one in tens) before the connection, with those bytes, goes
 // to the next backend: the apiserver is frozen or wedged though its kernel
-// completes handshakes. The last backend left is waited for as long as the
-// client waits (client-go's TLS handshake time-out: 10 s).
+// completes handshakes. When no healthy backend is left to try, this one
+// is waited for as long as the client waits (client-go's TLS handshake
+// time-out: 10 s): a slow answer beats none.
 const AnswerTimeout = 2 * time.Second
 
 // Dialer dials a backend; ctx carries the time-out.
@@ -167,8 +168,8 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		defer p.untrack(b)
 		p.Pool.Opened(i)
 		within := cmp.Or(p.AnswerWithin, AnswerTimeout)
-		if last {
-			within = 0
+		if !p.Pool.UpLeft(tried) {
+			within = 0 // nothing better to move it to: as long as the client waits
 		}
 		switch err := g.greet(b, within); {
 		case errors.Is(err, errClientGone):

@@ -48,6 +48,11 @@ func readGoals(path string) ([]goal, error) {
 		if g.Row == "" || g.Goal == "" || g.Why == "" || (g.Median == nil && g.P95 == nil && g.Vs == nil) {
 			return nil, fmt.Errorf("%s: goal %d (%q) needs row, goal, why and a bound", path, i+1, g.Row)
 		}
+		for _, b := range []*bound{&g.bound, g.CI} {
+			if b != nil && b.Vs != nil && b.Vs.Ratio == 0 && b.Vs.Plus == nil {
+				return nil, fmt.Errorf("%s: goal %d (%q): vs %s needs a ratio or a plus", path, i+1, g.Row, b.Vs.Tool)
+			}
+		}
 	}
 	return gs, nil
 }
