@@ -97,6 +97,13 @@ func counts(ss [][]lab.Sample) (ok, failed int, firstErr string) {
 	return ok, failed, firstErr
 }
 
+// spreadKillCost is what our SIGKILL on the holder may cost a client that
+// sends one request at a time, every 10-20 ms, with spreading on.
+const (
+	spreadKillCost = 3
+	spreadKillWhy  = "the request in flight through the killed proxy, and those whose connections the dying process's listener accepted while the kernel tore it down (the steering goes with the process, but not before: 35 ms of EOFs measured on a kubeadm node, 2 requests at 20 ms); the VIP never leaves"
+)
+
 // TestRealSpread: with spreading on, new connections through the VIP are
 // spread over the three apiservers (issue 36: each within ±10 % of a
 // third, counted by the apiservers' own audit logs); a backend whose
@@ -203,8 +210,7 @@ func TestRealSpread(t *testing.T) {
 	served = c.served(t, killedAt)
 	// The request in flight through the killed proxy is cut with it; a
 	// probe sends one at a time.
-	failedAtMost(t, probe, killedAt, fmt.Sprintf("spread: holder's daemon SIGKILLed and restarted 1.5 s later (served %v)", served), 1,
-		"the one request in flight through the killed proxy")
+	failedAtMost(t, probe, killedAt, fmt.Sprintf("spread: holder's daemon SIGKILLed and restarted 1.5 s later (served %v)", served), spreadKillCost, spreadKillWhy)
 	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
 		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
 	}
