@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -131,16 +130,14 @@ func BenchmarkRealControlPlane(b *testing.B) {
 		failed := map[string][]float64{}
 		for trial := range rollingTrials() * rowWanted(rowRolling) {
 			start := time.Now()
-			for i := range c.nodes {
-				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
-					b.Fatal(err)
-				}
+			if err := c.restartEach(); err != nil {
+				b.Fatal(err)
 			}
 			for _, g := range groups {
-				if err := g.settled(c); err != nil {
+				n, err := g.failedSince(c, start)
+				if err != nil {
 					b.Fatal(err)
 				}
-				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
 				failed[g.tool] = append(failed[g.tool], float64(n))
 				b.Logf("rolling restart %d, %s: %d failed requests", trial+1, g.tool, n)
 			}
@@ -216,6 +213,27 @@ func rowWanted(row string) int {
 
 // realTimelineFile is the plot of the real-control-plane rows.
 const realTimelineFile = "../../bench/timeline-real.svg"
+
+// restartEach restarts every node's apiserver in turn (SIGTERM), the next
+// when the previous is live: a rolling restart.
+func (c *realCluster) restartEach() error {
+	for i := range c.nodes {
+		if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failedSince waits until the group has settled and returns how many of
+// its client's requests failed since start.
+func (g *realGroup) failedSince(c *realCluster, start time.Time) (int, error) {
+	if err := g.settled(c); err != nil {
+		return 0, err
+	}
+	_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
+	return n, nil
+}
 
 // restartAPIServer ends node i's apiserver with sig, waits for it to exit,
 // starts it again at once (as kubelet restarts a static pod) and waits until
@@ -312,10 +330,8 @@ func countFigure(xs []float64) Figure {
 	if len(xs) == 0 {
 		return Figure{}
 	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	rank := func(q float64) float64 { return s[min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)] }
-	return Figure{Median: rank(0.5), P95: rank(0.95), N: len(s)}
+	s := sorted(xs)
+	return Figure{Median: nearestRank(s, 0.5), P95: nearestRank(s, 0.95), N: len(s)}
 }
 
 // BenchmarkRealBGPRollingRestart: the rolling-restart row in BGP mode with
@@ -358,10 +374,10 @@ func BenchmarkRealBGPRollingRestart(b *testing.B) {
 				}
 				l.waitHops(b, vip4, time.Minute, all...)
 			}
-			if err := g.settled(c); err != nil {
+			n, err := g.failedSince(c, start)
+			if err != nil {
 				b.Fatal(err)
 			}
-			_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
 			failed = append(failed, float64(n))
 			b.Logf("BGP rolling restart %d: %d failed requests", trial+1, n)
 		}

@@ -3,10 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,12 +118,12 @@ func BenchmarkRealSpread(b *testing.B) {
 				{Tool: viaDirect, Figure: usFigure(lat[viaDirect])}, {Tool: viaRemote, Figure: usFigure(lat[viaRemote])}}})
 		}
 		if rowWanted(rowList)+rowWanted(rowListCPU) > 0 {
-			if err := c.seedConfigMaps(500); err != nil {
+			if err := c.seedConfigMaps("spread", 500); err != nil {
 				b.Fatal(err)
 			}
 			// What the daemon spends meanwhile on the rest (the probe's
 			// connections through the proxy every 10 ms, checks, VRRP),
-			// measured over a second, is taken off.
+			// measured over 2 s without a LIST, is taken off.
 			idle0, _, _ := usage(b, []int{c.procs[h].PID()})
 			time.Sleep(2 * time.Second)
 			idle1, _, _ := usage(b, []int{c.procs[h].PID()})
@@ -159,16 +157,14 @@ func BenchmarkRealSpread(b *testing.B) {
 		failed := map[string][]float64{}
 		for trial := range rollingTrials() * rowWanted(rowRolling) {
 			start := time.Now()
-			for i := range c.nodes {
-				if err := c.restartAPIServer(i, syscall.SIGTERM); err != nil {
-					b.Fatal(err)
-				}
+			if err := c.restartEach(); err != nil {
+				b.Fatal(err)
 			}
 			for _, g := range []*realGroup{on, off} {
-				if err := g.settled(c); err != nil {
+				n, err := g.failedSince(c, start)
+				if err != nil {
 					b.Fatal(err)
 				}
-				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
 				failed[g.tool] = append(failed[g.tool], float64(n))
 				b.Logf("rolling restart %d, %s: %d failed requests", trial+1, g.tool, n)
 			}
@@ -198,10 +194,10 @@ func BenchmarkRealSpread(b *testing.B) {
 					b.Fatal(err)
 				}
 				time.Sleep(3 * time.Second) // the restarted daemon resumes
-				if err := g.settled(c); err != nil {
+				n, err := g.failedSince(c, start)
+				if err != nil {
 					b.Fatal(err)
 				}
-				_, n, _ := lab.RequestCounts(lab.Samples(g.probe), start, time.Now())
 				killed[g.tool] = append(killed[g.tool], float64(n))
 				b.Logf("our SIGKILL %d, %s: %d failed requests", trial+1, g.tool, n)
 			}
@@ -215,40 +211,21 @@ func BenchmarkRealSpread(b *testing.B) {
 // usFigure summarises durations in milliseconds to the microsecond (a
 // proxy's cost is a fraction of a millisecond).
 func usFigure(ds []time.Duration) Figure {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
+	if len(ds) == 0 {
 		return Figure{}
 	}
-	q := func(p float64) float64 {
-		return float64(s[min(max(int(p*float64(len(s))+0.5)-1, 0), len(s)-1)].Microseconds()) / 1000
-	}
-	return Figure{Median: q(0.5), P95: q(0.95), N: len(s)}
+	s := sorted(ds)
+	ms := func(q float64) float64 { return float64(nearestRank(s, q).Microseconds()) / 1000 }
+	return Figure{Median: ms(0.5), P95: ms(0.95), N: len(s)}
 }
 
 // quantiles says p50, p95 and p99 of ds.
 func quantiles(ds []time.Duration) string {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	if len(s) == 0 {
+	if len(ds) == 0 {
 		return "no samples"
 	}
-	q := func(p float64) time.Duration { return s[min(max(int(p*float64(len(s))+0.5)-1, 0), len(s)-1)] }
-	return fmt.Sprintf("p50 %v, p95 %v, p99 %v (%d requests)", q(0.5), q(0.95), q(0.99), len(s))
-}
-
-// seedConfigMaps creates n ConfigMaps of 100 kB in default (spread-N), once.
-func (c *realCluster) seedConfigMaps(n int) error {
-	url := "https://" + c.nodes[0].IPv4.Addr().String() + ":6443/api/v1/namespaces/default/configmaps"
-	script := fmt.Sprintf(`set -e
-if curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' %[3]s/spread-%[4]d -o /dev/null; then exit 0; fi
-v=$(head -c 75000 /dev/zero | base64 -w0)
-for i in $(seq 1 %[4]d); do
-  printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"spread-%%d"},"data":{"v":"%%s"}}' $i "$v" |
-    curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' -X POST --data-binary @- %[3]s -o /dev/null
-done`, c.cp.PKI.CAFile, c.cp.AdminToken, url, n)
-	_, err := c.client.Exec("sh", "-c", script)
-	return err
+	s := sorted(ds)
+	return fmt.Sprintf("p50 %v, p95 %v, p99 %v (%d requests)", nearestRank(s, 0.5), nearestRank(s, 0.95), nearestRank(s, 0.99), len(s))
 }
 
 // list GETs url from the client with curl and returns how long it took and

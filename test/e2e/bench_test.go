@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -168,11 +169,18 @@ func stats(ds []time.Duration) (median, p95 time.Duration) {
 	if len(ds) == 0 {
 		return 0, 0
 	}
-	s := slices.Clone(ds)
+	s := sorted(ds)
+	return nearestRank(s, 0.5).Round(time.Millisecond), nearestRank(s, 0.95).Round(time.Millisecond)
+}
+
+// sorted returns a sorted copy of xs.
+func sorted[T cmp.Ordered](xs []T) []T {
+	s := slices.Clone(xs)
 	slices.Sort(s)
-	rank := func(q float64) time.Duration {
-		i := int(q*float64(len(s))+0.5) - 1
-		return s[min(max(i, 0), len(s)-1)].Round(time.Millisecond)
-	}
-	return rank(0.5), rank(0.95)
+	return s
+}
+
+// nearestRank is the q quantile of sorted s (nearest rank); s not empty.
+func nearestRank[T any](s []T, q float64) T {
+	return s[min(max(int(q*float64(len(s))+0.5)-1, 0), len(s)-1)]
 }

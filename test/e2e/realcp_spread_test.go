@@ -215,3 +215,18 @@ func TestRealSpread(t *testing.T) {
 		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
 	}
 }
+
+// seedConfigMaps creates n ConfigMaps of 100 kB in default, named
+// prefix-1 to prefix-n, once (the last one there: all are).
+func (c *realCluster) seedConfigMaps(prefix string, n int) error {
+	url := "https://" + c.nodes[0].IPv4.Addr().String() + ":6443/api/v1/namespaces/default/configmaps"
+	script := fmt.Sprintf(`set -e
+if curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' %[3]s/%[5]s-%[4]d -o /dev/null; then exit 0; fi
+v=$(head -c 75000 /dev/zero | base64 -w0)
+for i in $(seq 1 %[4]d); do
+  printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%[5]s-%%d"},"data":{"v":"%%s"}}' $i "$v" |
+    curl -s --cacert %[1]s -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' -X POST --data-binary @- %[3]s -o /dev/null
+done`, c.cp.PKI.CAFile, c.cp.AdminToken, url, n, prefix)
+	_, err := c.client.Exec("sh", "-c", script)
+	return err
+}

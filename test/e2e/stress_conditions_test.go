@@ -344,7 +344,7 @@ const overloadObjects = 200
 // overload makes n clients per node LIST every ConfigMap of the cluster
 // (20 MB) over and over against the apiservers of nodes, until ctx ends.
 func (s *stressLab) overload(ctx context.Context, nodes []int, n int) error {
-	if err := s.seedObjects(); err != nil {
+	if err := s.seedConfigMaps("stress", overloadObjects); err != nil {
 		return err
 	}
 	var loops []*lab.Process
@@ -377,20 +377,6 @@ func (s *stressLab) overload(ctx context.Context, nodes []int, n int) error {
 	}
 	s.t.Logf("overload: LIST answers by status: %v", statuses)
 	return nil
-}
-
-// seedObjects creates the ConfigMaps the overload lists, once.
-func (s *stressLab) seedObjects() error {
-	url := "https://" + s.nodes[0].IPv4.Addr().String() + ":6443/api/v1/namespaces/default/configmaps"
-	script := fmt.Sprintf(`set -e
-if curl -sf --cacert %[1]s -H 'Authorization: Bearer %[2]s' %[3]s/stress-%[4]d -o /dev/null; then exit 0; fi
-v=$(head -c 75000 /dev/zero | base64 -w0)
-for i in $(seq 1 %[4]d); do
-  printf '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"stress-%%d"},"data":{"v":"%%s"}}' $i "$v" |
-    curl -s --cacert %[1]s -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' -X POST --data-binary @- %[3]s -o /dev/null
-done`, s.cp.PKI.CAFile, s.cp.AdminToken, url, overloadObjects)
-	_, err := s.client.Exec("sh", "-c", script)
-	return err
 }
 
 // trials applies a real failure to n1, waits until another node holds

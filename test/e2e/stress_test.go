@@ -385,8 +385,10 @@ type stressResult struct {
 	doubles           int           // stretches of two holders
 	outage            time.Duration
 	outageAt          time.Time // when the longest outage began
-	// failedChecks: health checks failed on any node (hung: of them, found
-	// hung), what stops short of a move shows how near one came.
+	// failedChecks: health checks failed on any node while it was healthy
+	// (the ones logged at info: a node already unhealthy logs its failures
+	// at debug; hung: of them, found hung), what stops short of a move
+	// shows how near one came.
 	failedChecks, hung int
 }
 
@@ -460,7 +462,7 @@ func longestOutage(ss []lab.Sample, from, to time.Time) (longest time.Duration, 
 }
 
 func (r stressResult) String() string {
-	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s, failed health checks %d (hung %d)",
+	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s, checks failed while healthy %d (hung %d)",
 		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders(), r.failedChecks, r.hung)
 }
 
