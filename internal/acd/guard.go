@@ -120,9 +120,9 @@ type Guard struct {
 	// against another host's first answer (RFC 5227 section 2.4 (b)): it
 	// announces the VIP again (l2.Announcer.Defend). Set before Run.
 	Defend func(vip netip.Addr)
-	// Served, when set, is called when a router of our group other than
-	// this node answered for a VIP or announced it (set before Run): its
-	// kernel runs and holds the VIP. A backup whose master went silent
+	// Served, when set, is called when a host other than this node (a
+	// router of our group, or one not known as one) answered for a VIP or
+	// announced it (set before Run): its kernel runs and holds the VIP. A backup whose master went silent
 	// waits for it while it does (vrrp's Instance.Served, asked through
 	// ProbeNow). It must not block.
 	Served func()
@@ -142,6 +142,7 @@ type vipState struct {
 	probed    time.Time // the latest probe sent
 	tried     time.Time // the latest probe due, sent or not (schedules the next)
 	claim     *Conflict // the outstanding conflict; nil: free
+	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
 	wire      Wire
 	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked
 	failing   time.Time // since when the wire fails to open or to send; zero: it works
@@ -197,6 +198,7 @@ func (g *Guard) Verdict(vip netip.Addr, want, bound bool) bind.Check {
 			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", s.claim.MAC.String())
 			s.claim = nil
 		}
+		s.replaced = nil
 	case s.claim != nil && !g.free(vip, s) && s.claim.defended():
 		v = bind.Defended
 	case s.claim != nil && !g.free(vip, s):
@@ -234,7 +236,7 @@ func (g *Guard) free(vip netip.Addr, s *vipState) bool {
 		g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
 			"conflict_for", g.now().Sub(s.claim.Since).Round(time.Millisecond))
 	}
-	s.claim = nil
+	s.claim, s.replaced = nil, nil
 	return true
 }
 
@@ -244,13 +246,20 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		return
 	}
 	mac := c.MAC
+	if g.id.Self(mac) {
+		return
+	}
+	// Another host holds the VIP: a backup whose master went silent waits
+	// while one does. A router of our group whose daemon restarts, or a
+	// host this node cannot tell from a stranger — its daemon started after
+	// the master went silent, so it never heard it advertise (the kubeadm
+	// e2e: a backup's pod back 0.3 s before the master's was SIGKILLed took
+	// over, and the resumed master lost the tie to it). Either way this
+	// node could not bind the VIP now; the wait is bounded (ServedWait).
+	if g.Served != nil {
+		g.Served()
+	}
 	if g.id.Ours(mac) {
-		if g.id.Self(mac) {
-			return
-		}
-		if g.Served != nil {
-			g.Served()
-		}
 		if c.Announced {
 			g.contest(vip)
 		}
@@ -264,6 +273,7 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	}
 	now := g.now()
 	if s.claim == nil || !slices.Equal(s.claim.MAC, mac) {
+		s.replaced = s.claim
 		s.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
 		g.kick()
 	} else if s.probed.After(s.claim.Since) && !s.claim.defended() {
@@ -340,32 +350,43 @@ func (g *Guard) settling() bool {
 // member whose advertisement or neighbour entry came after its answer. A
 // VIP this node should hold is decided again at once (the simulation,
 // seed 12062: it waited for the next periodic pass, 5 s with no holder).
+// A stranger's claim the member's answer replaced comes back (the
+// simulation, seed 2999: a stranger's claim, then a keepalived member
+// taking over announced the VIP, its MAC still unknown; learned, it was
+// forgotten and the stranger's address bound).
 func (g *Guard) forgetMembers() {
 	g.mu.Lock()
 	var macs []net.HardwareAddr
 	for _, s := range g.vips {
-		if s.claim != nil {
-			macs = append(macs, s.claim.MAC)
+		for _, c := range []*Conflict{s.claim, s.replaced} {
+			if c != nil {
+				macs = append(macs, c.MAC)
+			}
 		}
 	}
 	g.mu.Unlock()
-	freed := false
+	ours := map[string]bool{}
 	for _, mac := range macs {
-		if !g.id.Ours(mac) {
+		if g.id.Ours(mac) {
+			ours[string(mac)] = true
+		}
+	}
+	freed := false
+	g.mu.Lock()
+	for vip, s := range g.vips {
+		if s.replaced != nil && ours[string(s.replaced.MAC)] {
+			s.replaced = nil
+		}
+		if s.claim == nil || !ours[string(s.claim.MAC)] {
 			continue
 		}
-		g.mu.Lock()
-		for vip, s := range g.vips {
-			if s.claim != nil && slices.Equal(s.claim.MAC, mac) {
-				if s.claim.reported {
-					g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", mac.String())
-				}
-				s.claim = nil
-				freed = freed || s.want
-			}
+		if s.claim.reported {
+			g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", s.claim.MAC.String())
 		}
-		g.mu.Unlock()
+		s.claim, s.replaced = s.replaced, nil
+		freed = freed || s.want && s.claim == nil
 	}
+	g.mu.Unlock()
 	if freed {
 		g.changed()
 	}

@@ -372,8 +372,9 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 }
 
 // TestProbeNowAndServed: a backup's ask probes at once, however recent the
-// last probe; a member's answer or announcement is Served, ours and a
-// stranger's are not.
+// last probe; another host's answer or announcement is Served — a
+// member's, and a stranger's (a backup that started after its master went
+// silent never heard it advertise) — ours is not.
 func TestProbeNowAndServed(t *testing.T) {
 	h := newHarness()
 	served := 0
@@ -395,7 +396,7 @@ func TestProbeNowAndServed(t *testing.T) {
 		{Claim{MAC: member}, 1},
 		{Claim{MAC: member, Announced: true}, 2},
 		{Claim{MAC: selfMAC, Announced: true}, 2},
-		{Claim{MAC: foreign}, 2},
+		{Claim{MAC: foreign}, 3},
 	} {
 		h.g.Observe(vip, c.claim)
 		if served != c.want {

@@ -229,3 +229,28 @@ func TestNeighGoneResolvesAgain(t *testing.T) {
 		t.Fatal("the entry resolved afresh replaces the member's MAC")
 	}
 }
+
+// TestStrangersClaimOutlivesAMemberLearnedLater: a stranger answers, then
+// a member whose entry has not arrived (a keepalived member taking over);
+// when the entry comes, the member's answer is dropped and the stranger's
+// is the conflict again (the simulation, seed 2999: it was forgotten with
+// the member's and the stranger's address bound).
+func TestStrangersClaimOutlivesAMemberLearnedLater(t *testing.T) {
+	h := newHarness()
+	k, _ := newKnown()
+	h.g.id = k
+	k.SetGrew(h.g.Rejudge)
+	k.Heard(peerA)
+	h.advance(0)
+	h.advance(AnswerWait)
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
+	k.Neigh(peerA, member)
+	h.advance(0)
+	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
+		t.Fatalf("after the member's entry: %v, want claimed (the stranger's answer)", v)
+	}
+	if cs := h.g.Conflicts(); len(cs) != 1 || !slices.Equal(cs[0].MAC, foreign) {
+		t.Fatalf("conflicts %v, want the stranger's", fmt.Sprint(cs))
+	}
+}

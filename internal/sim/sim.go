@@ -33,6 +33,8 @@ type sim struct {
 	inv      state
 	// faultEnd is when the latest fault applied ends.
 	faultEnd time.Time
+	// hit is the host each fault applied hit (Node -1 resolved).
+	hit map[fault]*host
 }
 
 // Result is the outcome of one run.
@@ -84,7 +86,7 @@ func Run(seed uint64, faults []fault) Result {
 
 func newSim(seed uint64, sh shape) *sim {
 	w := newWorld(seed + 1)
-	s := &sim{w: w, sh: sh, vips: []netip.Prefix{vip4}}
+	s := &sim{w: w, sh: sh, vips: []netip.Prefix{vip4}, hit: map[fault]*host{}}
 	if sh.DualStack {
 		s.vips = append(s.vips, vip6)
 	}
@@ -185,6 +187,7 @@ func (s *sim) target(node int) *host {
 func (s *sim) apply(f fault) {
 	w := s.w
 	t := s.target(f.Node)
+	s.hit[f] = t
 	w.logf("%s   FAULT %s", t.name, f)
 	s.expect(f, t)
 	if end := w.now.Add(f.Dur); end.After(s.faultEnd) {

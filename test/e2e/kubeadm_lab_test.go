@@ -137,7 +137,7 @@ func (k *kubeLab) startNodes(t testing.TB, opts lab.KubeOptions) {
 		if t.Failed() {
 			for _, n := range k.kc.Nodes {
 				t.Logf("kubelet %s, last lines:\n%s", n.Name, tail(n.KubeletLog(), 20))
-				t.Logf("novaedge-cpvip %s, last lines:\n%s", n.Name, tail(k.podLog(n, "novaedge-cpvip"), 30))
+				t.Logf("novaedge-cpvip %s, last lines:\n%s", n.Name, tail(k.podLog(n, "novaedge-cpvip"), 200))
 			}
 		}
 	})
