@@ -28,9 +28,15 @@ import (
 //     the previous is live): failed requests, spreading on and off;
 //   - our daemon SIGKILLed on the holder and restarted 1.5 s later:
 //     failed requests, spreading on and off.
+//
+// A third group on the same nodes is keepalived + haproxy as the kubeadm
+// HA guide configures them (192.0.2.102:8443, bench_haproxy_test.go): it
+// is in every row, its haproxy SIGKILLed in the last. kube-vip's
+// lb_enable is not: it is IPVS, which this kernel lacks (docs/benchmarks.md).
 func BenchmarkRealSpread(b *testing.B) {
 	vipOff := netip.MustParsePrefix("192.0.2.101/32")
-	c := newRealClusterOf(b, 3, []netip.Addr{vip4.Addr(), vipOff.Addr()}, lab.APIServerOptions{},
+	vipHA := netip.MustParsePrefix("192.0.2.102/32")
+	c := newRealClusterOf(b, 3, []netip.Addr{vip4.Addr(), vipOff.Addr(), vipHA.Addr()}, lab.APIServerOptions{},
 		"NOVAEDGE_CP_VIP_ADDRESS="+vip4.String(), "NOVAEDGE_CP_VIP_VRID=71", "NOVAEDGE_CP_VIP_LOG_LEVEL=info")
 	c.extra = append(c.extra, spreadEnv(c)...)
 	quiet(c.Lab)
@@ -50,11 +56,17 @@ func BenchmarkRealSpread(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	ha := c.startHAProxyGroup(b, vipHA, 73)
 	on := &realGroup{tool: "spreading on", vip: vip4}
 	off := &realGroup{tool: "spreading off", vip: vipOff}
-	for _, g := range []*realGroup{on, off} {
+	groups := []*realGroup{on, off, ha.realGroup}
+	for _, g := range groups {
+		server := "https://" + g.vip.Addr().String() + ":6443"
+		if g == ha.realGroup {
+			server = ha.server()
+		}
 		var err error
-		if g.probe, err = c.cp.StartProbe(c.client, "https://"+g.vip.Addr().String()+":6443", 3*time.Hour); err != nil {
+		if g.probe, err = c.cp.StartProbe(c.client, server, 3*time.Hour); err != nil {
 			b.Fatal(err)
 		}
 		if err := g.settled(c); err != nil {
@@ -71,10 +83,8 @@ func BenchmarkRealSpread(b *testing.B) {
 			waitLine(b, c.procs[h], 0, "Backend health changed", "backend="+c.nodes[i].IPv4.Addr().String(), "state=healthy")
 		}
 	}
-	direct := "https://" + c.nodes[h].IPv4.Addr().String() + ":6443"
-	// A remote apiserver directly: two connections in three through the
-	// spreading VIP go to one, so the VIP's figure is a mix of both.
-	remote := "https://" + c.nodes[(h+1)%len(c.nodes)].IPv4.Addr().String() + ":6443"
+	apiserver := func(i int) string { return "https://" + c.nodes[i%len(c.nodes)].IPv4.Addr().String() + ":6443" }
+	b.Logf("the holder is %s; etcd's leader is %s", c.nodes[h].Name, c.etcdLeader())
 	const (
 		rowLatency    = "real control plane, spreading on: GET through the VIP on a kept connection: latency"
 		rowLatencyNew = "real control plane, spreading on: GET through the VIP, a new connection each: latency"
@@ -84,8 +94,14 @@ func BenchmarkRealSpread(b *testing.B) {
 		rowKill       = "real control plane, spreading on: our daemon SIGKILLed on the holder, restarted 1.5 s later: failed requests"
 		viaDirect     = "the holder's apiserver directly"
 		viaRemote     = "a remote apiserver directly"
+		viaRemote2    = "the other remote apiserver directly"
+		viaAll        = "the three apiservers directly, a third each"
 	)
-	targets := []struct{ name, server string }{{on.tool, realServer}, {viaDirect, direct}, {viaRemote, remote}}
+	// Two connections in three through the spreading VIP go to a remote
+	// apiserver, so the VIP's figure is a mix; what the proxy itself adds
+	// is the VIP against the same mix of the three directly.
+	targets := []struct{ name, server string }{{on.tool, realServer}, {viaDirect, apiserver(h)},
+		{viaRemote, apiserver(h + 1)}, {viaRemote2, apiserver(h + 2)}, {ha.tool, ha.server()}}
 	b.ResetTimer()
 	for range b.N {
 		for _, lr := range []struct {
@@ -111,11 +127,15 @@ func BenchmarkRealSpread(b *testing.B) {
 					}
 				}
 			}
-			for _, to := range targets {
+			lat[viaAll] = append(append(append([]time.Duration{}, lat[viaDirect]...), lat[viaRemote]...), lat[viaRemote2]...)
+			for _, to := range append(targets, struct{ name, server string }{name: viaAll}) {
 				b.Logf("FIGURE %s, %s: %s", lr.row, to.name, quantiles(lat[to.name]))
 			}
-			record(b, Row{Name: lr.row, Unit: "ms", Ours: usFigure(lat[on.tool]), Others: []Compared{
-				{Tool: viaDirect, Figure: usFigure(lat[viaDirect])}, {Tool: viaRemote, Figure: usFigure(lat[viaRemote])}}})
+			r := Row{Name: lr.row, Unit: "ms", Ours: usFigure(lat[on.tool])}
+			for _, to := range []string{viaDirect, viaAll, viaRemote, viaRemote2, ha.tool} {
+				r.Others = append(r.Others, Compared{Tool: to, Figure: usFigure(lat[to])})
+			}
+			record(b, r)
 		}
 		if rowWanted(rowList)+rowWanted(rowListCPU) > 0 {
 			if err := c.seedConfigMaps("spread", 500); err != nil {
@@ -150,8 +170,11 @@ func BenchmarkRealSpread(b *testing.B) {
 			cpu := max(float64(ticks)-idlePerSec*listed.Seconds(), 0) * 10 / (float64(bytes) / 1e9)
 			b.Logf("FIGURE spread LIST: through the VIP %+v ms, the holder's directly %+v ms, a remote one directly %+v ms (%d MB each); the holder's daemon %.0f CPU ms per GB",
 				durFigure(took[on.tool]), durFigure(took[viaDirect]), durFigure(took[viaRemote]), bytes/len(took[on.tool])/1e6, cpu)
-			record(b, Row{Name: rowList, Unit: "ms", Ours: durFigure(took[on.tool]), Others: []Compared{
-				{Tool: viaDirect, Figure: durFigure(took[viaDirect])}, {Tool: viaRemote, Figure: durFigure(took[viaRemote])}}})
+			r := Row{Name: rowList, Unit: "ms", Ours: durFigure(took[on.tool])}
+			for _, to := range targets[1:] {
+				r.Others = append(r.Others, Compared{Tool: to.name, Figure: durFigure(took[to.name])})
+			}
+			record(b, r)
 			record(b, Row{Name: rowListCPU, Unit: "ms", Ours: Figure{Median: cpu, P95: cpu, N: len(took[on.tool])}})
 		}
 		failed := map[string][]float64{}
@@ -160,7 +183,7 @@ func BenchmarkRealSpread(b *testing.B) {
 			if err := c.restartEach(); err != nil {
 				b.Fatal(err)
 			}
-			for _, g := range []*realGroup{on, off} {
+			for _, g := range groups {
 				n, err := g.failedSince(c, start)
 				if err != nil {
 					b.Fatal(err)
@@ -170,22 +193,26 @@ func BenchmarkRealSpread(b *testing.B) {
 			}
 		}
 		if rowWanted(rowRolling) > 0 {
-			recordReal(b, rowRolling, "requests", []*realGroup{on, off}, func(tool string) Figure { return countFigure(failed[tool]) })
+			recordReal(b, rowRolling, "requests", groups, func(tool string) Figure { return countFigure(failed[tool]) })
 		}
 		// Our daemon SIGKILLed on its group's holder and started again
 		// 1.5 s later (systemd's or the kubelet's restart): the VIP stays;
 		// with spreading the requests in flight through the proxy are cut
-		// with it.
+		// with it. keepalived + haproxy: the proxy, haproxy, SIGKILLed on
+		// keepalived's holder the same way.
 		killed := map[string][]float64{}
 		for trial := range rollingTrials() * rowWanted(rowKill) {
-			for _, g := range []*realGroup{on, off} {
+			for _, g := range groups {
 				h, err := g.holder(c)
 				if err != nil {
 					b.Fatal(err)
 				}
 				procs, restart := c.procs, c.restart
-				if g == off {
+				switch g {
+				case off:
 					procs, restart = offProcs, startOff
+				case ha.realGroup:
+					procs, restart = ha.procs, func(i int) error { return ha.start(c, i) }
 				}
 				start := time.Now()
 				procs[h].Kill()
@@ -203,7 +230,7 @@ func BenchmarkRealSpread(b *testing.B) {
 			}
 		}
 		if rowWanted(rowKill) > 0 {
-			recordReal(b, rowKill, "requests", []*realGroup{on, off}, func(tool string) Figure { return countFigure(killed[tool]) })
+			recordReal(b, rowKill, "requests", groups, func(tool string) Figure { return countFigure(killed[tool]) })
 		}
 	}
 }

@@ -11,6 +11,8 @@ declare -A want=(
   [ping]=iputils-ping
   [curl]=curl
   [keepalived]=keepalived
+  # the spreading bench's side-by-side group (the kubeadm HA guide's haproxy)
+  [haproxy]=haproxy
   [vtysh]=frr
   [bird]=bird2
   [rpm]=rpm
