@@ -120,12 +120,12 @@ type Guard struct {
 	// against another host's first answer (RFC 5227 section 2.4 (b)): it
 	// announces the VIP again (l2.Announcer.Defend). Set before Run.
 	Defend func(vip netip.Addr)
-	// Served, when set, is called when a host other than this node (a
-	// router of our group, or one not known as one) answered for a VIP or
-	// announced it (set before Run): its kernel runs and holds the VIP. A backup whose master went silent
+	// Served, when set, is called when a host other than this node
+	// answered for a VIP or announced it (set before Run), saying whether
+	// it is a known router of our group: its kernel runs and holds the VIP. A backup whose master went silent
 	// waits for it while it does (vrrp's Instance.Served, asked through
 	// ProbeNow). It must not block.
-	Served func()
+	Served func(member bool)
 	// DefendWait is how long after a defence the guard sends no probe for
 	// the VIP (vipState.nextProbe): a router of ours that took it on lost
 	// advertisements, its MAC unknown to us, lets go once it hears our next
@@ -250,16 +250,14 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		return
 	}
 	// Another host holds the VIP: a backup whose master went silent waits
-	// while one does. A router of our group whose daemon restarts, or a
-	// host this node cannot tell from a stranger — its daemon started after
-	// the master went silent, so it never heard it advertise (the kubeadm
-	// e2e: a backup's pod back 0.3 s before the master's was SIGKILLed took
-	// over, and the resumed master lost the tie to it). Either way this
-	// node could not bind the VIP now; the wait is bounded (ServedWait).
+	// while a router of our group does (its daemon restarting). Whether a
+	// stranger's answer counts is the election's to say (vrrp's
+	// Machine.Served: only while it has heard no master at all).
+	member := g.id.Ours(mac)
 	if g.Served != nil {
-		g.Served()
+		g.Served(member)
 	}
-	if g.id.Ours(mac) {
+	if member {
 		if c.Announced {
 			g.contest(vip)
 		}

@@ -378,7 +378,7 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 func TestProbeNowAndServed(t *testing.T) {
 	h := newHarness()
 	served := 0
-	h.g.Served = func() { served++ }
+	h.g.Served = func(bool) { served++ }
 	h.g.Verdict(vip, false, false)
 	h.advance(0)
 	if h.w.count() != 1 {

@@ -88,7 +88,7 @@ func (h *host) start() *daemon {
 		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
 		d.guard.Contested = func(vip netip.Addr) { d.announceAgain(vip, true) }
 		d.guard.Defend = func(vip netip.Addr) { d.announceAgain(vip, false) }
-		d.guard.Served = func() { d.core.Served(s.w.now) }
+		d.guard.Served = func(member bool) { d.core.Served(member, s.w.now) }
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)

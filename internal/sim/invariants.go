@@ -342,8 +342,9 @@ func (s *sim) alone(f fault, after time.Duration) bool {
 }
 
 // besideRestart is alone for a kill of t's daemon whose only neighbours
-// in its window are other nodes' daemons stopped or killed and running
-// again by then, which would not take the VIP from t by preempting: a
+// in its window are other nodes' daemons stopped (or killed while they did
+// not hold the VIP: a killed holder resumes with it) and running again by
+// then, which would not take the VIP from t by preempting: a
 // backup whose daemon started a moment before the master's was killed
 // never heard that master advertise, and must wait for it all the same
 // (the kubeadm e2e: its pod back 0.3 s before the master's SIGKILL).
@@ -355,8 +356,9 @@ func (s *sim) besideRestart(f fault, t *host, after time.Duration) bool {
 		if g == f || g.At > f.At+after || g.end() < f.At-s.bounds.settled {
 			continue
 		}
-		h := s.hit[g]
-		if g.What != fKill && g.What != fStop || h == nil || h == t || h.role != ours || h.d == nil ||
+		hg := s.hit[g]
+		h := hg.h
+		if g.What != fStop && (g.What != fKill || hg.held) || h == nil || h == t || h.role != ours || h.d == nil ||
 			g.end() > f.At || h.cfg.Preempt && h.cfg.Priority > t.cfg.Priority || !s.aloneBut(g, f, f.At+after) {
 			return false
 		}

@@ -33,8 +33,15 @@ type sim struct {
 	inv      state
 	// faultEnd is when the latest fault applied ends.
 	faultEnd time.Time
-	// hit is the host each fault applied hit (Node -1 resolved).
-	hit map[fault]*host
+	// hit is the host each fault applied hit (Node -1 resolved), and
+	// whether it held the VIP then.
+	hit map[fault]hit
+}
+
+// hit is the host a fault hit and whether it held the VIP then.
+type hit struct {
+	h    *host
+	held bool
 }
 
 // Result is the outcome of one run.
@@ -86,7 +93,7 @@ func Run(seed uint64, faults []fault) Result {
 
 func newSim(seed uint64, sh shape) *sim {
 	w := newWorld(seed + 1)
-	s := &sim{w: w, sh: sh, vips: []netip.Prefix{vip4}, hit: map[fault]*host{}}
+	s := &sim{w: w, sh: sh, vips: []netip.Prefix{vip4}, hit: map[fault]hit{}}
 	if sh.DualStack {
 		s.vips = append(s.vips, vip6)
 	}
@@ -187,7 +194,7 @@ func (s *sim) target(node int) *host {
 func (s *sim) apply(f fault) {
 	w := s.w
 	t := s.target(f.Node)
-	s.hit[f] = t
+	s.hit[f] = hit{t, t.holds(vip4.Addr())}
 	w.logf("%s   FAULT %s", t.name, f)
 	s.expect(f, t)
 	if end := w.now.Add(f.Dur); end.After(s.faultEnd) {

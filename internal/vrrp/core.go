@@ -212,12 +212,15 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	}
 }
 
-// Served says that a router of our group other than this node answered
-// for a VIP at now (Machine.Served): a backup whose master went silent
-// waits for it while its host answers.
-func (c *Core) Served(now time.Time) {
-	until, began := c.m.Served(now)
-	if began {
+// Served says that a host other than this node answered for a VIP at
+// now, and whether it is a known router of our group (Machine.Served): a
+// backup whose master went silent waits for it while its host answers.
+func (c *Core) Served(member bool, now time.Time) {
+	until, began := c.m.Served(member, now)
+	if began && !c.m.Master().IsValid() {
+		c.log.Info("No master heard yet, but another host answers for the VIP: waiting for it (a master whose daemon is restarting, or an address conflict)",
+			"at_most", until.Sub(now).Round(time.Millisecond))
+	} else if began {
 		c.log.Info("Master silent, but its host still answers for the VIP: waiting for it (its daemon restarting)",
 			"master", c.m.Master(), "at_most", until.Sub(now).Round(time.Millisecond))
 	}

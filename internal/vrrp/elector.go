@@ -130,8 +130,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	})
 }
 
-// Served says a router of our group answered for a VIP (Instance.Served).
-func (e *Elector) Served() { e.inst.Served() }
+// Served says another host answered for a VIP, and whether it is a known
+// router of our group (Instance.Served).
+func (e *Elector) Served(member bool) { e.inst.Served(member) }
 
 // LinkChanged says the interface changed (Instance.LinkChanged).
 func (e *Elector) LinkChanged() { e.inst.LinkChanged() }

@@ -84,9 +84,9 @@ type Instance struct {
 	log      *slog.Logger
 	priority chan priority
 	preempt  chan bool
-	served   chan time.Time // Served's latest answer
-	asking   atomic.Bool    // Ask was called and Served has not answered it
-	link     chan struct{}  // the interface changed: look at it now
+	served   chan answer   // Served's latest answer
+	asking   atomic.Bool   // Ask was called and Served has not answered it
+	link     chan struct{} // the interface changed: look at it now
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -128,7 +128,7 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 		cfg.ServedWait = 0
 	}
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
-		served: make(chan time.Time, 1),
+		served: make(chan answer, 1),
 		link:   make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
@@ -158,20 +158,27 @@ func (i *Instance) SetPreempt(on bool) {
 	i.preempt <- on
 }
 
-// Served says that a router of our group other than this node answered
-// for a VIP just now (internal/acd's Guard.Served): the answer to Ask.
-// Only the latest counts; it does not block.
-func (i *Instance) Served() {
+// answer is an answer for a VIP to the backup's asking (Served).
+type answer struct {
+	at     time.Time
+	member bool
+}
+
+// Served says that a host other than this node answered for a VIP just
+// now, and whether it is a known router of our group (internal/acd's
+// Guard.Served): the answer to Ask. Only the latest counts; it does not
+// block.
+func (i *Instance) Served(member bool) {
 	if !i.asking.Swap(false) {
 		return // not asked: the routers' answers to every backup's own probes, each second
 	}
-	now := time.Now()
+	a := answer{at: time.Now(), member: member}
 	select {
 	case <-i.served:
 	default:
 	}
 	select {
-	case i.served <- now:
+	case i.served <- a:
 	default:
 	}
 }
@@ -278,8 +285,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.SetPriority(pr.p, pr.why, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
-		case at := <-i.served:
-			core.Served(at)
+		case a := <-i.served:
+			core.Served(a.member, a.at)
 		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
 			i.drain(core, packets)
 			core.Timeout(time.Now())

@@ -212,8 +212,15 @@ func (m *Machine) waitFor(now time.Time) {
 // and how long an answer puts it off: half the master's interval.
 func (m *Machine) askAhead() time.Duration { return m.masterAdverInt / 2 }
 
-// Served says that a router of our group other than this node answered
-// for a VIP at now: its kernel runs and holds the VIP. A backup that asked
+// Served says that a host other than this node answered for a VIP at now,
+// and whether it is a known router of our group: its kernel runs and holds
+// the VIP. A stranger's answer counts only while the backup has heard no
+// master at all: its daemon started after the master went silent, so it
+// cannot tell the master's host from a stranger (the kubeadm e2e: a
+// backup's pod back just before the master's SIGKILL took over, and the
+// resumed master lost the tie to it); a backup that heard its master
+// knows it, and a stranger on a VIP (a conflict on one family of a dual
+// stack) must not slow its takeover of the others. A backup that asked
 // (its master silent for nearly the master down interval) puts its
 // Master_Down_Timer off by two askAheads, asking again after one, for as
 // long as the answers come and up to ServedWait after the master's last
@@ -223,8 +230,8 @@ func (m *Machine) askAhead() time.Duration { return m.masterAdverInt / 2 }
 // stops answering (cut off, powered off) is taken over from as without the
 // wait. It returns until when the wait lasts at most, and whether this
 // answer began it (zero: it changed nothing).
-func (m *Machine) Served(now time.Time) (until time.Time, began bool) {
-	if m.state != Backup || m.asked.IsZero() || now.Before(m.asked) {
+func (m *Machine) Served(member bool, now time.Time) (until time.Time, began bool) {
+	if m.state != Backup || m.asked.IsZero() || now.Before(m.asked) || !member && m.master.IsValid() {
 		return time.Time{}, false
 	}
 	m.asked = time.Time{}

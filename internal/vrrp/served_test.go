@@ -29,12 +29,18 @@ func followAt(t *testing.T, m *Machine, at time.Time) {
 // a probe sent at a time (it does 1 ms later). It returns when m took over
 // (zero: not by end), its reason and how often m asked.
 func runSilent(m *Machine, end time.Time, answers func(time.Time) bool) (took time.Time, reason string, asked int) {
+	return runSilentAs(m, end, true, answers)
+}
+
+// runSilentAs is runSilent with the answering host a known router of our
+// group (member) or not.
+func runSilentAs(m *Machine, end time.Time, member bool, answers func(time.Time) bool) (took time.Time, reason string, asked int) {
 	for at := m.Deadline(); !at.IsZero() && !at.After(end); at = m.Deadline() {
 		for _, a := range m.Timeout(at) {
 			if a.Ask {
 				asked++
 				if answers(at) {
-					m.Served(at.Add(time.Millisecond))
+					m.Served(member, at.Add(time.Millisecond))
 				}
 			}
 			if a.To == Master {
@@ -130,7 +136,7 @@ func TestNoAskingWhenTheMasterSpoke(t *testing.T) {
 	t.Run("an answer not asked for", func(t *testing.T) {
 		m := NewMachine(p)
 		followAt(t, m, t0)
-		m.Served(t0.Add(100 * time.Millisecond))
+		m.Served(true, t0.Add(100*time.Millisecond))
 		if took, _, _ := runSilent(m, t0.Add(time.Minute), func(time.Time) bool { return false }); !took.Equal(t0.Add(m.MasterDownInterval())) {
 			t.Fatalf("took over %v after, want the master down interval", took.Sub(t0))
 		}
@@ -206,5 +212,26 @@ func TestResignedMasterRepeatsPriorityZero(t *testing.T) {
 		if p == 0 {
 			t.Fatalf("sent %v after another master announced itself", out.sent)
 		}
+	}
+}
+
+// TestStrangersAnswerCountsOnlyBeforeAnyMaster: a host not known as a
+// router of our group answering for the VIP makes a backup wait only while
+// it has heard no master at all (its daemon started after the master went
+// silent: the kubeadm e2e); one that follows a master takes over at the
+// master down interval whatever a stranger answers (a conflict on one VIP
+// of a dual stack must not slow the takeover of the other).
+func TestStrangersAnswerCountsOnlyBeforeAnyMaster(t *testing.T) {
+	p := servedParams()
+	always := func(time.Time) bool { return true }
+	m := NewMachine(p)
+	m.SetCandidate(true, t0)
+	if took, reason, _ := runSilentAs(m, t0.Add(time.Minute), false, always); !took.Equal(t0.Add(p.ServedWait)) || !strings.Contains(reason, "still answers") {
+		t.Fatalf("no master heard: took over %v after (%q), want the whole wait %v", took.Sub(t0), reason, p.ServedWait)
+	}
+	m = NewMachine(p)
+	followAt(t, m, t0)
+	if took, _, _ := runSilentAs(m, t0.Add(time.Minute), false, always); !took.Equal(t0.Add(m.MasterDownInterval())) {
+		t.Fatalf("following a master: took over %v after, want the master down interval", took.Sub(t0))
 	}
 }
