@@ -164,7 +164,10 @@ func (s *sim) exactlyOneHealthyHolder() *Failure {
 func (s *sim) healthyNodesAreCandidates() *Failure {
 	for _, h := range s.group {
 		d := h.d
-		if h.role != ours || !eligible(h) || s.w.now.Sub(later(d.started, later(d.healthySince, h.linkedSince))) < s.bounds.candidate {
+		// Counted from its thaw too: a frozen daemon sees no carrier come
+		// back (seed 3335: the interface made again during a freeze).
+		if h.role != ours || !eligible(h) || d.frozen() ||
+			s.w.now.Sub(later(later(d.started, d.thawed), later(d.healthySince, h.linkedSince))) < s.bounds.candidate {
 			continue
 		}
 		if st := d.core.State(); st != vrrp.Backup && st != vrrp.Master {
