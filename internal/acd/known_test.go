@@ -149,10 +149,9 @@ func TestRefreshResolvesOnlyTheUnresolved(t *testing.T) {
 	}
 }
 
-// TestClaimOfAMemberLearnedLaterIsDropped: an answer judged before the
-// member's entry arrived (two nodes became master at once) is a conflict
-// until the entry arrives; then the guard, told, drops it at once.
-func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
+// heardNotResolved is a guard whose identity heard peerA advertise, its
+// neighbour entry not yet there, after a probe went unanswered.
+func heardNotResolved() (*harness, *Known) {
 	h := newHarness()
 	k, _ := newKnown()
 	h.g.id = k
@@ -160,6 +159,14 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	k.Heard(peerA)
 	h.advance(0)
 	h.advance(AnswerWait) // a probe went unanswered
+	return h, k
+}
+
+// TestClaimOfAMemberLearnedLaterIsDropped: an answer judged before the
+// member's entry arrived (two nodes became master at once) is a conflict
+// until the entry arrives; then the guard, told, drops it at once.
+func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
+	h, k := heardNotResolved()
 	h.g.Observe(vip, Claim{MAC: member})
 	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("before the member's entry: %v, want claimed", v)
@@ -236,13 +243,7 @@ func TestNeighGoneResolvesAgain(t *testing.T) {
 // is the conflict again (the simulation, seed 2999: it was forgotten with
 // the member's and the stranger's address bound).
 func TestStrangersClaimOutlivesAMemberLearnedLater(t *testing.T) {
-	h := newHarness()
-	k, _ := newKnown()
-	h.g.id = k
-	k.SetGrew(h.g.Rejudge)
-	k.Heard(peerA)
-	h.advance(0)
-	h.advance(AnswerWait)
+	h, k := heardNotResolved()
 	h.g.Observe(vip, Claim{MAC: foreign})
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	k.Neigh(peerA, member)
