@@ -122,9 +122,9 @@ type Guard struct {
 	Defend func(vip netip.Addr)
 	// Served, when set, is called when a host other than this node
 	// answered for a VIP or announced it (set before Run), saying whether
-	// it is a known router of our group: its kernel runs and holds the VIP. A backup whose master went silent
-	// waits for it while it does (vrrp's Instance.Served, asked through
-	// ProbeNow). It must not block.
+	// it is a known router of our group: its kernel runs and holds the
+	// VIP. A backup whose master went silent waits for it while it does
+	// (vrrp's Instance.Served, asked through ProbeNow). It must not block.
 	Served func(member bool)
 	// DefendWait is how long after a defence the guard sends no probe for
 	// the VIP (vipState.nextProbe): a router of ours that took it on lost

@@ -377,8 +377,13 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 // silent never heard it advertise) — ours is not.
 func TestProbeNowAndServed(t *testing.T) {
 	h := newHarness()
-	served := 0
-	h.g.Served = func(bool) { served++ }
+	served, members := 0, 0
+	h.g.Served = func(member bool) {
+		served++
+		if member {
+			members++
+		}
+	}
 	h.g.Verdict(vip, false, false)
 	h.advance(0)
 	if h.w.count() != 1 {
@@ -390,17 +395,17 @@ func TestProbeNowAndServed(t *testing.T) {
 		t.Fatalf("asked 10 ms after a probe: %d probes, want 2", h.w.count())
 	}
 	for _, c := range []struct {
-		claim Claim
-		want  int
+		claim         Claim
+		want, members int
 	}{
-		{Claim{MAC: member}, 1},
-		{Claim{MAC: member, Announced: true}, 2},
-		{Claim{MAC: selfMAC, Announced: true}, 2},
-		{Claim{MAC: foreign}, 3},
+		{Claim{MAC: member}, 1, 1},
+		{Claim{MAC: member, Announced: true}, 2, 2},
+		{Claim{MAC: selfMAC, Announced: true}, 2, 2},
+		{Claim{MAC: foreign}, 3, 2},
 	} {
 		h.g.Observe(vip, c.claim)
-		if served != c.want {
-			t.Fatalf("after %s (announced %v): served %d times, want %d", c.claim.MAC, c.claim.Announced, served, c.want)
+		if served != c.want || members != c.members {
+			t.Fatalf("after %s (announced %v): served %d times, %d as a member; want %d, %d", c.claim.MAC, c.claim.Announced, served, members, c.want, c.members)
 		}
 	}
 }
