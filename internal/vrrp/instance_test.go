@@ -27,6 +27,7 @@ type fakeTransport struct {
 	frozen sync.Mutex
 	asked  chan struct{}
 	taken  atomic.Bool // Receive returned one and was not called again
+	parked atomic.Bool // Receive is past the gate, waiting for a packet
 
 	mu   sync.Mutex
 	sent []Advertisement
@@ -64,6 +65,8 @@ func (f *fakeTransport) Receive() (Advertisement, netip.Addr, error) {
 	f.taken.Store(false)
 	f.frozen.Lock()
 	f.frozen.Unlock() //nolint:staticcheck // a gate
+	f.parked.Store(true)
+	defer f.parked.Store(false)
 	select {
 	case rx := <-f.in:
 		f.taken.Store(true)
@@ -293,12 +296,23 @@ func TestTimerWaitsForQueuedAdvertisements(t *testing.T) {
 	inst.drainAtMost = 10 * time.Second // the test's scheduling is not what is tested
 	_, d := runNew(t, inst)
 	inst.SetPriority(100, "")
+	// Heard before the priority is set, an advertisement is ignored
+	// (Initialize; CI waited ten minutes for a master heard too soon).
+	for inst.Status().State != Backup {
+		time.Sleep(time.Millisecond)
+	}
 	master := fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 10, Addresses: []netip.Addr{vip}}, src: netip.MustParseAddr("192.0.2.12")}
 	tr.in <- master
 	for inst.Status().Master != master.src {
 		time.Sleep(time.Millisecond)
 	}
 	// The reader stops; the master's next advertisement queues behind it.
+	// The gate closes only once the reader is past it: closed before, the
+	// Receive to take the next one would wait at the gate (CI: the test
+	// then waited for it for ten minutes).
+	for !tr.parked.Load() {
+		time.Sleep(time.Millisecond)
+	}
 	tr.frozen.Lock()
 	tr.in <- master // taken by the Receive already waiting
 	for len(tr.in) > 0 || tr.taken.Load() {
