@@ -19,6 +19,7 @@ import (
 	"github.com/novaedge/cpvip/internal/bfd"
 	"github.com/novaedge/cpvip/internal/bgp"
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/etcdwatch"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/ifaddr"
 	"github.com/novaedge/cpvip/internal/l2"
@@ -155,14 +156,18 @@ func oneProc(spread bool) {
 }
 
 func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
-	return newCheckerOf(cfg, cfg.APIServerURL(), cfg.APIServerReadyURL(), log.With("component", "health"))
+	var stalls health.StallJudge // only this node's etcd tells this node's apiserver's stalls
+	if len(cfg.HealthEtcdPorts) > 0 {
+		stalls = etcdwatch.New(cfg.HealthEtcdPorts)
+	}
+	return newCheckerOf(cfg, cfg.APIServerURL(), cfg.APIServerReadyURL(), stalls, log.With("component", "health"))
 }
 
 // newCheckerOf checks the apiserver at url (and readyURL) with the node's
-// health settings.
-func newCheckerOf(cfg *config.Config, url, readyURL string, log *slog.Logger) (*health.Checker, error) {
+// health settings; stalls, if not nil, judges its stalls.
+func newCheckerOf(cfg *config.Config, url, readyURL string, stalls health.StallJudge, log *slog.Logger) (*health.Checker, error) {
 	c, err := health.New(health.Config{
-		URL: url, ReadyURL: readyURL,
+		URL: url, ReadyURL: readyURL, Stalls: stalls,
 		Interval: cfg.HealthInterval, FastInterval: cfg.HealthFastInterval, Timeout: cfg.HealthTimeout,
 		FailThreshold: cfg.FailThreshold, RiseThreshold: cfg.RiseThreshold, HungAfter: cfg.HealthHungAfter,
 		TokenPath: cfg.SATokenPath, CAFiles: cfg.CAFiles(), ServerName: cfg.TLSServerName,

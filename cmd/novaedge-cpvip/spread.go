@@ -35,7 +35,7 @@ func newSpreader(cfg *config.Config, log *slog.Logger) *spread.Spreader {
 			if cfg.Drain {
 				ready = "https://" + base.String() + "/readyz"
 			}
-			return newCheckerOf(cfg, "https://"+base.String()+"/livez", ready, log.With("backend", base.Addr().String()))
+			return newCheckerOf(cfg, "https://"+base.String()+"/livez", ready, nil, log.With("backend", base.Addr().String()))
 		}}, log)
 }
 

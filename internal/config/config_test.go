@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 	want := Config{
 		VIPAddress: PrefixList{netip.MustParsePrefix("192.0.2.100/32")}, APIPort: 6443,
 		HealthInterval: time.Second, HealthFastInterval: 100 * time.Millisecond, HealthTimeout: 3 * time.Second, Drain: true, FailOpen: true,
-		HealthHungAfter: 500 * time.Millisecond, FailThreshold: 3, RiseThreshold: 1,
+		HealthHungAfter: 500 * time.Millisecond, HealthEtcdPorts: PortList{2379, 2380}, FailThreshold: 3, RiseThreshold: 1,
 		SATokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token", TLSServerName: "kubernetes", Mode: ModeL2, VRID: 51,
 		Priority: 100, AdvertInterval: 200 * time.Millisecond, AdvertsPerInterval: 2, RestartWait: 4 * time.Second, GARPRepeat: 3, ConflictCheck: true, BGPHoldTime: 9 * time.Second,
 		BFDDetectMult: 3, BFDTxInterval: 300 * time.Millisecond, BFDRxInterval: 300 * time.Millisecond,
@@ -171,6 +171,9 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"no adverts", map[string]string{"NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "0"}, "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL"},
 		{"adverts closer than 10ms", map[string]string{"NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "50ms", "NOVAEDGE_CP_VIP_ADVERTS_PER_INTERVAL": "6"}, "10ms or more"},
 		{"hung after too short", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER": "5ms"}, `NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER (--health-hung-after)="5ms": must be 0 (off) or 10ms-1m0s`},
+		{"etcd port", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "2379,0"}, `NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS (--health-etcd-ports)="2379,0": "0" is not a port (1-65535)`},
+		{"etcd port twice", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "2379, 2379"}, `port 2379 given twice`},
+		{"etcd port too big", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "65536"}, `"65536" is not a port`},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},
 		{"peers of each family", map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32,2001:db8::100/128", "NOVAEDGE_CP_VIP_PEERS": "192.0.2.12"}, "no peer of the address family of VIP 2001:db8::100/128"},
@@ -299,9 +302,10 @@ func TestFieldsComplete(t *testing.T) {
 	// hung apiserver's (issue 35: etcd stopped under it found in a second), and the
 	// backups' wait for a master whose host still answers (issue 35: our own restart
 	// moves nothing at a short advertisement interval), and spreading's switch and
-	// backends (issue 36: every healthy apiserver serves).
-	if len(Fields()) != 47 {
-		t.Errorf("%d variables, want the spec's 38 + 9", len(Fields()))
+	// backends (issue 36: every healthy apiserver serves), and etcd's ports, whose
+	// sockets tell a lossy network's stall from a hung etcd (issue 35: 5 % loss).
+	if len(Fields()) != 48 {
+		t.Errorf("%d variables, want the spec's 38 + 10", len(Fields()))
 	}
 }
 

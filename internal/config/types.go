@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -130,6 +131,31 @@ func (a *AddrList) Decode(s string) error {
 
 // String returns the list in its configuration syntax.
 func (a AddrList) String() string { return joinStrings(a) }
+
+// PortList is a comma-separated list of TCP ports, 1-65535, each once.
+type PortList []uint16
+
+// Decode implements envconfig.Decoder.
+func (l *PortList) Decode(s string) error {
+	var out PortList
+	for _, f := range splitList(s) {
+		p, err := strconv.ParseUint(f, 10, 16)
+		if err != nil || p == 0 {
+			return fmt.Errorf("%q is not a port (1-65535)", f)
+		}
+		if slices.Contains(out, uint16(p)) {
+			return fmt.Errorf("port %d given twice", p)
+		}
+		out = append(out, uint16(p))
+	}
+	*l = out
+	return nil
+}
+
+// String returns the list in its configuration syntax.
+func (l PortList) String() string {
+	return join(l, func(p uint16) string { return strconv.Itoa(int(p)) })
+}
 
 // BGPPeer is one BGP neighbour, with options of its own.
 type BGPPeer struct {

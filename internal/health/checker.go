@@ -31,6 +31,12 @@ type Config struct {
 	// /livez/ping within a tenth of it finds a hung apiserver (Result.Hung:
 	// FAIL_THRESHOLD-1 failures). 0, or not below Timeout: never.
 	HungAfter time.Duration
+	// Stalls, when set, is asked once the ping answered fast whether the
+	// stall is the network's (internal/etcdwatch: etcd on this host reads
+	// what it is sent while its connections lose segments); told so, the
+	// check is not hung and waits on to Timeout. nil: a fast ping alone
+	// finds a hung apiserver.
+	Stalls    StallJudge
 	TokenPath string
 	// CAFiles are where the cluster CA may be, the first that exists wins
 	// (watched: one that appears later is used from the next check). While
@@ -42,6 +48,13 @@ type Config struct {
 	// InsecureSkipVerify verifies nothing, CA or not, and sends the token
 	// all the same. Off, the token goes only over a verified connection.
 	InsecureSkipVerify bool
+}
+
+// StallJudge tells a stall of the check that the network causes (every
+// apiserver stalls now and then; moving the VIP resets clients for
+// nothing) from one of what the apiserver waits for.
+type StallJudge interface {
+	NetworkStall(ctx context.Context) (bool, string)
 }
 
 // Result is the outcome of one check.
@@ -167,12 +180,15 @@ func (c *Checker) Check(ctx context.Context) Result {
 		u = c.ready
 	}
 	var pinged time.Duration
+	var seen string // what Stalls saw of etcd
 	sil := silence{}
 	if c.cfg.HungAfter > 0 {
 		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
-			var ok bool
-			pinged, ok = c.answersPing(ctx)
-			return ok
+			var ok, network bool
+			if pinged, ok = c.answersPing(ctx); ok {
+				network, seen = c.networkStall(ctx, pinged)
+			}
+			return ok && !network
 		}}
 	}
 	// The watch is on the verdict: /livez asked after a failed /readyz
@@ -188,9 +204,12 @@ func (c *Checker) Check(ctx context.Context) Result {
 	}
 	d := time.Since(start)
 	if errors.Is(err, errStuck) {
-		return Result{Hung: true, Duration: d, Reason: fmt.Sprintf(
-			"no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
-			c.cfg.HungAfter, pinged.Round(time.Millisecond))}
+		reason := fmt.Sprintf("no answer within %s while /livez/ping answered in %s: the apiserver runs but what the check waits for (etcd) does not",
+			c.cfg.HungAfter, pinged.Round(time.Millisecond))
+		if seen != "" {
+			reason += " (" + seen + ")"
+		}
+		return Result{Hung: true, Duration: d, Reason: reason}
 	}
 	if err != nil {
 		reason := err.Error()

@@ -79,3 +79,17 @@ func (c *Checker) answersPing(ctx context.Context) (time.Duration, bool) {
 	c.pinger.close()
 	return time.Since(start), err == nil
 }
+
+// networkStall asks cfg.Stalls, if set, whether a stall whose ping came
+// fast is the network's, logs it when so, and returns what was seen.
+func (c *Checker) networkStall(ctx context.Context, pinged time.Duration) (bool, string) {
+	if c.cfg.Stalls == nil {
+		return false, ""
+	}
+	network, seen := c.cfg.Stalls.NetworkStall(ctx)
+	if network {
+		c.log.Info("A check stalls while etcd's connections lose segments: not a hung apiserver, waiting on",
+			"hung_after", c.cfg.HungAfter, "ping", pinged.Round(time.Millisecond), "seen", seen)
+	}
+	return network, seen
+}

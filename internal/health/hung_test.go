@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,5 +230,43 @@ func TestThresholdsHung(t *testing.T) {
 	one := thresholds{fail: 1, rise: 1}
 	if s, _ := one.hung(); s != Unhealthy {
 		t.Fatalf("FAIL_THRESHOLD 1: %v, want unhealthy at once", s)
+	}
+}
+
+// judge is a StallJudge with a fixed answer that counts its questions.
+type judge struct {
+	network bool
+	seen    string
+	asked   int
+}
+
+func (j *judge) NetworkStall(context.Context) (bool, string) { j.asked++; return j.network, j.seen }
+
+// A stall the judge calls the network's (etcd reads, its connections lose
+// segments) is not hung: the check waits on, here for an answer at 700 ms.
+// One it calls etcd's is hung, and the reason says what was seen.
+func TestCheckStallJudged(t *testing.T) {
+	a := newStuckAPI(0)
+	c := newHungChecker(t, a, 300*time.Millisecond, 3*time.Second)
+	j := &judge{seen: "etcd's connections lose no segments"}
+	c.cfg.Stalls = j
+	if r := c.Check(context.Background()); !r.Hung || !strings.Contains(r.Reason, "(etcd's connections lose no segments)") || j.asked != 1 {
+		t.Fatalf("a stall of etcd's: %+v (asked %d), want hung with what was seen", r, j.asked)
+	}
+	j.network = true
+	time.AfterFunc(700*time.Millisecond, a.unstick)
+	if r := c.Check(context.Background()); !r.OK || j.asked != 2 {
+		t.Fatalf("a stall of the network's, answered at 700ms: %+v (asked %d), want ok", r, j.asked)
+	}
+}
+
+// A slow ping decides alone: the judge is not asked.
+func TestCheckStallJudgeNotAskedOnSlowPing(t *testing.T) {
+	a := newStuckAPI(150 * time.Millisecond)
+	c := newHungChecker(t, a, 300*time.Millisecond, 600*time.Millisecond)
+	j := &judge{}
+	c.cfg.Stalls = j
+	if r := c.Check(context.Background()); r.Hung || j.asked != 0 {
+		t.Fatalf("slow ping: %+v, judge asked %d times, want a timeout and no question", r, j.asked)
 	}
 }

@@ -1,0 +1,192 @@
+package etcdwatch
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	etcdClient = netip.MustParseAddrPort("192.0.2.11:2379")
+	etcdPeer   = netip.MustParseAddrPort("192.0.2.11:2380")
+	peer       = netip.MustParseAddrPort("192.0.2.12:40000")
+	apiserver  = netip.MustParseAddrPort("127.0.0.1:50000")
+	loopEtcd   = netip.MustParseAddrPort("127.0.0.1:2379")
+)
+
+// table is a socket table the test changes between looks.
+type table struct {
+	socks []sock
+	dumps int
+	after func(*table) // runs after each dump: what changes during the gap
+}
+
+func (tb *table) dump() ([]sock, error) {
+	tb.dumps++
+	out := append([]sock(nil), tb.socks...)
+	if tb.after != nil {
+		tb.after(tb)
+	}
+	return out, nil
+}
+
+func listener(ap netip.AddrPort) sock {
+	return sock{local: netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port()), state: stateListen}
+}
+
+func conn(local, remote netip.AddrPort) sock {
+	return sock{local: local, remote: remote, state: stateEstablished, haveInfo: true}
+}
+
+func newTestWatch(tb *table, now *time.Time) *Watch {
+	w := New([]uint16{2379, 2380})
+	w.dump = tb.dump
+	w.now = func() time.Time { return *now }
+	w.sleep = func(context.Context, time.Duration) error { *now = now.Add(w.gap); return nil }
+	return w
+}
+
+func TestNetworkStall(t *testing.T) {
+	lossy := conn(etcdPeer, peer)
+	lossy.timeouts = 1
+	unread := conn(loopEtcd, apiserver)
+	unread.rqueue, unread.received = 120, 5000
+	read := unread // drained during the gap: it received 40 more and read everything
+	read.rqueue, read.received = 0, 5040
+	stillUnread := unread // 40 more came, none of it read
+	stillUnread.rqueue, stillUnread.received = 160, 5040
+
+	for _, tt := range []struct {
+		name   string
+		socks  []sock
+		during func(*table)
+		want   bool
+		reason string
+	}{
+		{"no etcd here", []sock{conn(apiserver, loopEtcd)}, nil, false, "no etcd listens on this host (ports 2379, 2380)"},
+		{"etcd, no loss", []sock{listener(etcdClient), listener(etcdPeer), conn(etcdPeer, peer), conn(loopEtcd, apiserver)}, nil, false, "lose no segments"},
+		{"loss on loopback only", []sock{listener(etcdClient), func() sock { s := conn(loopEtcd, apiserver); s.timeouts = 2; return s }()}, nil, false, "lose no segments"},
+		{"loss, etcd reads", []sock{listener(etcdClient), lossy, conn(loopEtcd, apiserver)}, nil, true, "192.0.2.12:40000: 1 retransmission timeouts in a row"},
+		{"loss, etcd drains during the gap", []sock{listener(etcdClient), lossy, unread},
+			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy, read} }, true, "lose segments"},
+		{"loss, etcd leaves its input unread: stopped", []sock{listener(etcdClient), lossy, unread},
+			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy, stillUnread} }, false, "etcd left 120 bytes from 127.0.0.1:50000 unread for 50ms"},
+		{"loss, the unread connection closed during the gap", []sock{listener(etcdClient), lossy, unread},
+			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy} }, true, "lose segments"},
+		{"loss on etcd's outgoing peer connection", []sock{listener(etcdPeer), func() sock {
+			s := conn(netip.MustParseAddrPort("192.0.2.11:51000"), netip.MustParseAddrPort("192.0.2.13:2380"))
+			s.retransOut = 2
+			return s
+		}()}, nil, true, "2 segments retransmitted, 0 lost"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := time.Unix(1000, 0)
+			tb := &table{socks: tt.socks, after: tt.during}
+			got, reason := newTestWatch(tb, &now).NetworkStall(context.Background())
+			if got != tt.want || !strings.Contains(reason, tt.reason) {
+				t.Errorf("NetworkStall = %v %q, want %v and a reason with %q", got, reason, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+// TestLossBetweenLooks: counters that grew since a look within the window
+// are loss; since one longer ago they say nothing; loss seen stays loss
+// for the window.
+func TestLossBetweenLooks(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := conn(etcdPeer, peer)
+	c.totalRetrans, c.ooo = 7, 3
+	tb := &table{socks: []sock{listener(etcdClient), c}}
+	w := newTestWatch(tb, &now)
+	if got, _ := w.NetworkStall(context.Background()); got {
+		t.Fatal("first look, nothing in flight: loss")
+	}
+	now = now.Add(700 * time.Millisecond)
+	c.ooo = 4 // one segment came out of order: one before it was lost
+	tb.socks = []sock{listener(etcdClient), c}
+	if got, why := w.NetworkStall(context.Background()); !got || !strings.Contains(why, "0 segments retransmitted and 1 received out of order in the last 700ms") {
+		t.Fatalf("out-of-order segment since the last look: %v %q", got, why)
+	}
+	now = now.Add(4 * time.Second)
+	if got, why := w.NetworkStall(context.Background()); !got || !strings.Contains(why, "4s ago") {
+		t.Fatalf("loss 4 s ago: %v %q, want it remembered", got, why)
+	}
+	now = now.Add(6 * time.Second)
+	c.totalRetrans = 9
+	tb.socks = []sock{listener(etcdClient), c}
+	if got, why := w.NetworkStall(context.Background()); got {
+		t.Fatalf("counters grew over 6 s, beyond the window: %v %q", got, why)
+	}
+}
+
+// TestRealSockets reads this process's own sockets: a listener on a
+// loopback port, and a connection to it whose server end reads nothing.
+func TestRealSockets(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	cl, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := cl.Write(make([]byte, 300)); err != nil {
+		t.Fatal(err)
+	}
+	w := New([]uint16{port})
+	var socks []sock
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		all, err := dumpSockets()
+		if err != nil {
+			t.Skipf("no sock_diag here: %v", err)
+		}
+		socks = w.etcds(all)
+		if i := indexQueued(w, socks); i >= 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if i := indexQueued(w, socks); i < 0 {
+		t.Fatalf("no connection on port %d with 300 bytes queued: %+v", port, socks)
+	}
+	unread, why, err := w.unread(context.Background(), socks)
+	if err != nil || !unread {
+		t.Fatalf("a server end that reads nothing: unread %v %q %v", unread, why, err)
+	}
+	buf := make([]byte, 300)
+	if _, err := srv.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Write(make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = srv.Read(buf) }() // it reads now
+	time.Sleep(20 * time.Millisecond)
+	all, err := dumpSockets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unread, why, err := w.unread(context.Background(), w.etcds(all)); err != nil || unread {
+		t.Fatalf("a server end that reads: unread %v %q %v", unread, why, err)
+	}
+}
+
+func indexQueued(w *Watch, socks []sock) int {
+	for i, s := range socks {
+		if s.state == stateEstablished && w.local(s) && s.rqueue == 300 {
+			return i
+		}
+	}
+	return -1
+}
