@@ -54,7 +54,7 @@ func FuzzPeerList(f *testing.F) {
 }
 
 func FuzzListDecoders(f *testing.F) {
-	for _, s := range []string{"192.0.2.1/32,2001:db8::1/128", "65000:1, 0:0", "192.0.2.1", " , ,", "1:2:3"} {
+	for _, s := range []string{"192.0.2.1/32,2001:db8::1/128", "65000:1, 0:0", "192.0.2.1", " , ,", "1:2:3", "2379,2380", "0", "65536", "1,1", "+5", "0x10"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -72,6 +72,16 @@ func FuzzListDecoders(f *testing.F) {
 			var again Communities
 			if err := again.Decode(c.String()); err != nil || again.String() != c.String() {
 				t.Fatalf("community round trip of %q failed: %v", s, err)
+			}
+		}
+		var ports PortList
+		if ports.Decode(s) == nil {
+			var again PortList
+			if err := again.Decode(ports.String()); err != nil || !slices.Equal(again, ports) {
+				t.Fatalf("port list round trip of %q failed: %v", s, err)
+			}
+			if slices.Contains(ports, 0) || len(slices.Compact(slices.Sorted(slices.Values(ports)))) != len(ports) {
+				t.Fatalf("accepted %q as %v: a zero or repeated port", s, ports)
 			}
 		}
 	})
