@@ -158,7 +158,12 @@ func oneProc(spread bool) {
 func newChecker(cfg *config.Config, log *slog.Logger) (*health.Checker, error) {
 	var stalls health.StallJudge // only this node's etcd tells this node's apiserver's stalls
 	if len(cfg.HealthEtcdPorts) > 0 {
-		stalls = etcdwatch.New(cfg.HealthEtcdPorts)
+		w := etcdwatch.New(cfg.HealthEtcdPorts)
+		if err := w.Check(); err != nil {
+			log.Warn("Cannot read the TCP socket table: a stalled check whose ping answers counts as hung whatever etcd does",
+				"error", err.Error())
+		}
+		stalls = w
 	}
 	return newCheckerOf(cfg, cfg.APIServerURL(), cfg.APIServerReadyURL(), stalls, log.With("component", "health"))
 }

@@ -3,6 +3,7 @@ package etcdwatch
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -20,13 +21,15 @@ type sock struct {
 	state         uint8
 	rqueue        uint32 // bytes received and not read yet (a listener: its accept queue)
 	received      uint64 // bytes received in all (tcpi_bytes_received)
-	// Loss: retransmission timeouts in a row, segments retransmitted and
-	// not acknowledged yet, segments thought lost, and, counted since the
-	// socket began, segments retransmitted and received out of order.
-	timeouts, backoff   uint8
+	// Loss: retransmission timeouts in a row (icsk_retransmits; not the
+	// backoff, which zero-window probes raise too), segments retransmitted
+	// and not acknowledged yet, segments thought lost, and, counted since
+	// the socket began, segments retransmitted and received out of order.
+	timeouts            uint8
 	retransOut, lostOut uint32
 	totalRetrans, ooo   uint32
-	haveInfo            bool // the kernel gave tcp_info
+	lastAck             time.Duration // since the peer last acknowledged anything
+	haveInfo            bool          // the kernel gave tcp_info
 }
 
 // key names a connection across two looks.
@@ -67,7 +70,8 @@ func fromDiag(r *netlink.InetDiagTCPInfoResp) sock {
 	if t := r.TCPInfo; t != nil {
 		s.haveInfo = true
 		s.received = t.Bytes_received
-		s.timeouts, s.backoff = t.Retransmits, t.Backoff
+		s.timeouts = t.Retransmits
+		s.lastAck = time.Duration(t.Last_ack_recv) * time.Millisecond
 		s.retransOut, s.lostOut = t.Retrans, t.Lost
 		s.totalRetrans, s.ooo = t.Total_retrans, t.Rcv_ooopack
 	}

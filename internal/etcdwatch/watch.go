@@ -9,14 +9,16 @@ import (
 	"time"
 )
 
-// Defaults: etcd's client and peer ports, how long unread bytes must stay
-// unread to say etcd does not run (a running etcd reads within
-// milliseconds; a CPU-throttled one may wait out a CFS period), and how
-// long loss seen by one look still counts for the next (the check after a
-// hung one comes within a second).
+// How long unread bytes must stay unread to say etcd does not run (a
+// running etcd reads within milliseconds, a CPU-throttled one within a
+// CFS period, 100 ms); how long loss seen by one look still counts for the
+// next (the check after a hung one comes within a second); and how
+// recently a losing connection must have had an acknowledgement to count
+// as lossy rather than cut (a partition is no loss: moving helps there).
 const (
-	DefaultGap    = 50 * time.Millisecond
-	DefaultWindow = 5 * time.Second
+	unreadGap   = 100 * time.Millisecond
+	lossWindow  = 5 * time.Second
+	ackedWithin = time.Second
 )
 
 // Watch looks at the sockets of etcd on this host. Its zero value is not
@@ -43,7 +45,7 @@ type counts struct{ retrans, ooo uint32 }
 // 2380 on kubeadm and k3s).
 func New(ports []uint16) *Watch {
 	return &Watch{
-		ports: slices.Clone(ports), gap: DefaultGap, window: DefaultWindow,
+		ports: slices.Clone(ports), gap: unreadGap, window: lossWindow,
 		dump: dumpSockets, now: time.Now, sleep: sleepCtx,
 		counts: map[key]counts{},
 	}
@@ -60,6 +62,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// Check reads the socket table once: an error says the stalls will not be
+// told apart here (sock_diag refused: a security module, a sandbox).
+func (w *Watch) Check() error {
+	_, err := w.dump()
+	return err
+}
+
 // NetworkStall says whether a stall of the apiserver's check is the
 // network's: etcd listens here, reads what it is sent, and its connections
 // lose segments. The reason says what was seen either way. An error
@@ -73,7 +82,7 @@ func (w *Watch) NetworkStall(ctx context.Context) (bool, string) {
 	}
 	socks := w.etcds(first)
 	if !slices.ContainsFunc(socks, func(s sock) bool { return s.state == stateListen && w.local(s) }) {
-		return false, fmt.Sprintf("no etcd listens on this host (ports %s)", w.portList())
+		return false, "no etcd listens on this host on ports " + w.portList()
 	}
 	losing, why := w.loss(socks)
 	if !losing {
@@ -111,8 +120,8 @@ func (w *Watch) loss(socks []sock) (bool, string) {
 	seen := map[key]counts{}
 	why := ""
 	for _, s := range socks {
-		if s.state != stateEstablished || !s.haveInfo || s.remote.Addr().IsLoopback() {
-			continue
+		if s.state != stateEstablished || !s.haveInfo || s.remote.Addr().IsLoopback() || s.remote.Addr() == s.local.Addr() {
+			continue // on this host: nothing of it crosses the segment
 		}
 		c := counts{s.totalRetrans, s.ooo}
 		seen[s.key()] = c
@@ -121,13 +130,15 @@ func (w *Watch) loss(socks []sock) (bool, string) {
 		}
 		prev, had := w.counts[s.key()]
 		switch {
-		case s.timeouts > 0 || s.backoff > 0:
-			why = fmt.Sprintf("%s: %d retransmission timeouts in a row", s.remote, max(s.timeouts, s.backoff))
+		case s.lastAck > ackedWithin:
+			// Nothing acknowledged for a second: cut off, not lossy.
+		case s.timeouts > 0:
+			why = fmt.Sprintf("%s: %d retransmission timeouts in a row", s.remote, s.timeouts)
 		case s.retransOut > 0 || s.lostOut > 0:
 			why = fmt.Sprintf("%s: %d segments retransmitted, %d lost, not acknowledged yet", s.remote, s.retransOut, s.lostOut)
 		case recent && had && (c.retrans > prev.retrans || c.ooo > prev.ooo):
 			why = fmt.Sprintf("%s: %d segments retransmitted and %d received out of order in the last %s",
-				s.remote, c.retrans-prev.retrans, c.ooo-prev.ooo, now.Sub(w.lookedAt).Round(time.Millisecond))
+				s.remote, grew(prev.retrans, c.retrans), grew(prev.ooo, c.ooo), now.Sub(w.lookedAt).Round(time.Millisecond))
 		}
 	}
 	w.lookedAt, w.counts = now, seen
@@ -160,13 +171,22 @@ func (w *Watch) unread(ctx context.Context, socks []sock) (bool, string, error) 
 	if err != nil {
 		return false, "", err
 	}
+	later := map[key]sock{}
 	for _, s := range again {
-		before, ok := waiting[s.key()]
-		if !ok || s.state != stateEstablished {
-			continue
+		if _, ok := waiting[s.key()]; ok && s.haveInfo {
+			later[s.key()] = s
+		}
+	}
+	for k, before := range waiting {
+		s, ok := later[k]
+		if !ok {
+			// Closed during the gap, or missing from the table: not
+			// known to be read, so not the network's (the safe side).
+			return true, fmt.Sprintf("etcd's connection from %s, %d bytes unread, was gone %s later", k.remote, before.rqueue, w.gap), nil
 		}
 		// What etcd has read by now (received less still queued) falls
-		// short of what it had received at the first look.
+		// short of what it had received at the first look: in any state,
+		// a connection closing with its input unread included.
 		if read := s.received - uint64(s.rqueue); read < before.received {
 			return true, fmt.Sprintf("etcd left %d bytes from %s unread for %s: its process does not run",
 				before.received-read, s.remote, w.gap), nil
@@ -175,10 +195,19 @@ func (w *Watch) unread(ctx context.Context, socks []sock) (bool, string, error) 
 	return false, "", nil
 }
 
+// grew is how much a counter grew from a to b; 0 when it did not (a
+// connection's 4-tuple reused).
+func grew(a, b uint32) uint32 {
+	if b < a {
+		return 0
+	}
+	return b - a
+}
+
 func (w *Watch) portList() string {
 	ps := make([]string, len(w.ports))
 	for i, p := range w.ports {
 		ps[i] = fmt.Sprint(p)
 	}
-	return strings.Join(ps, ", ")
+	return strings.Join(ps, ",")
 }

@@ -2,6 +2,7 @@ package etcdwatch
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -66,16 +67,32 @@ func TestNetworkStall(t *testing.T) {
 		want   bool
 		reason string
 	}{
-		{"no etcd here", []sock{conn(apiserver, loopEtcd)}, nil, false, "no etcd listens on this host (ports 2379, 2380)"},
+		{"no etcd here", []sock{conn(apiserver, loopEtcd)}, nil, false, "no etcd listens on this host on ports 2379,2380"},
 		{"etcd, no loss", []sock{listener(etcdClient), listener(etcdPeer), conn(etcdPeer, peer), conn(loopEtcd, apiserver)}, nil, false, "lose no segments"},
 		{"loss on loopback only", []sock{listener(etcdClient), func() sock { s := conn(loopEtcd, apiserver); s.timeouts = 2; return s }()}, nil, false, "lose no segments"},
 		{"loss, etcd reads", []sock{listener(etcdClient), lossy, conn(loopEtcd, apiserver)}, nil, true, "192.0.2.12:40000: 1 retransmission timeouts in a row"},
 		{"loss, etcd drains during the gap", []sock{listener(etcdClient), lossy, unread},
 			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy, read} }, true, "lose segments"},
 		{"loss, etcd leaves its input unread: stopped", []sock{listener(etcdClient), lossy, unread},
-			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy, stillUnread} }, false, "etcd left 120 bytes from 127.0.0.1:50000 unread for 50ms"},
-		{"loss, the unread connection closed during the gap", []sock{listener(etcdClient), lossy, unread},
-			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy} }, true, "lose segments"},
+			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy, stillUnread} }, false, "etcd left 120 bytes from 127.0.0.1:50000 unread for 100ms"},
+		{"loss, the unread connection gone during the gap: not known to be read", []sock{listener(etcdClient), lossy, unread},
+			func(tb *table) { tb.socks = []sock{listener(etcdClient), lossy} }, false, "etcd's connection from 127.0.0.1:50000, 120 bytes unread, was gone 100ms later"},
+		{"loss, the unread connection closing, its input still unread", []sock{listener(etcdClient), lossy, unread},
+			func(tb *table) {
+				closing := stillUnread
+				closing.state = 8 // CLOSE_WAIT
+				tb.socks = []sock{listener(etcdClient), lossy, closing}
+			}, false, "unread for 100ms"},
+		{"loss over the node's own address: on this host", []sock{listener(etcdClient), func() sock {
+			s := conn(etcdClient, netip.AddrPortFrom(etcdClient.Addr(), 50001))
+			s.timeouts = 1
+			return s
+		}()}, nil, false, "lose no segments"},
+		{"nothing acknowledged for 3 s: cut off, not lossy", []sock{listener(etcdClient), func() sock {
+			s := lossy
+			s.lastAck = 3 * time.Second
+			return s
+		}()}, nil, false, "lose no segments"},
 		{"loss on etcd's outgoing peer connection", []sock{listener(etcdPeer), func() sock {
 			s := conn(netip.MustParseAddrPort("192.0.2.11:51000"), netip.MustParseAddrPort("192.0.2.13:2380"))
 			s.retransOut = 2
@@ -88,6 +105,11 @@ func TestNetworkStall(t *testing.T) {
 			got, reason := newTestWatch(tb, &now).NetworkStall(context.Background())
 			if got != tt.want || !strings.Contains(reason, tt.reason) {
 				t.Errorf("NetworkStall = %v %q, want %v and a reason with %q", got, reason, tt.want, tt.reason)
+			}
+			// The socket table is read once, twice only to see whether
+			// queued input was read.
+			if want := map[bool]int{false: 1, true: 2}[tt.during != nil]; tb.dumps != want {
+				t.Errorf("%d dumps, want %d", tb.dumps, want)
 			}
 		})
 	}
@@ -164,21 +186,14 @@ func TestRealSockets(t *testing.T) {
 	if err != nil || !unread {
 		t.Fatalf("a server end that reads nothing: unread %v %q %v", unread, why, err)
 	}
-	buf := make([]byte, 300)
-	if _, err := srv.Read(buf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Write(make([]byte, 10)); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, _ = srv.Read(buf) }() // it reads now
-	time.Sleep(20 * time.Millisecond)
+	// The same input, read during the gap: etcd runs.
 	all, err := dumpSockets()
 	if err != nil {
 		t.Fatal(err)
 	}
+	go func() { _, _ = io.ReadFull(srv, make([]byte, 300)) }()
 	if unread, why, err := w.unread(context.Background(), w.etcds(all)); err != nil || unread {
-		t.Fatalf("a server end that reads: unread %v %q %v", unread, why, err)
+		t.Fatalf("a server end that reads during the gap: unread %v %q %v", unread, why, err)
 	}
 }
 

@@ -58,10 +58,19 @@ func (p *probe) await(ctx context.Context, conn *tls.Conn, sil silence) error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 		return err // an answer (nil), a dead connection, or ctx's end
 	}
-	if sil.stuck() {
+	if sil.stuck() && !p.answeredMeanwhile(conn) {
 		return errStuck
 	}
-	return ctx.Err() // cancelled while asking
+	return ctx.Err() // cancelled while asking, or answered meanwhile (nil)
+}
+
+// answeredMeanwhile says whether the answer began while stuck was asked
+// (the ping, the stall's judge): a last look of a few milliseconds, so an
+// answer late by that much is not called hung.
+func (p *probe) answeredMeanwhile(conn *tls.Conn) bool {
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+	_, err := p.br.Peek(1)
+	return err == nil
 }
 
 // answersPing asks /livez/ping, which needs nothing but the apiserver's

@@ -270,3 +270,21 @@ func TestCheckStallJudgeNotAskedOnSlowPing(t *testing.T) {
 		t.Fatalf("slow ping: %+v, judge asked %d times, want a timeout and no question", r, j.asked)
 	}
 }
+
+// An answer that comes while the judge is asked is an answer, not a hang.
+func TestCheckAnsweredWhileJudged(t *testing.T) {
+	a := newStuckAPI(0)
+	c := newHungChecker(t, a, 300*time.Millisecond, 3*time.Second)
+	c.cfg.Stalls = judgeFunc(func() (bool, string) {
+		a.unstick()
+		time.Sleep(50 * time.Millisecond) // the answer is on its way meanwhile
+		return false, "etcd's connections lose no segments"
+	})
+	if r := c.Check(context.Background()); !r.OK || r.Hung {
+		t.Fatalf("answered while the judge was asked: %+v, want ok", r)
+	}
+}
+
+type judgeFunc func() (bool, string)
+
+func (f judgeFunc) NetworkStall(context.Context) (bool, string) { return f() }

@@ -390,6 +390,10 @@ type stressResult struct {
 	// at debug; hung: of them, found hung), what stops short of a move
 	// shows how near one came.
 	failedChecks, hung int
+	// waited: stalls the etcd watch called the network's (the check
+	// waited on); hungWhy: what it saw of etcd at each hung check.
+	waited  int
+	hungWhy []string
 }
 
 // result reads group g's figures for the span [from, to].
@@ -421,7 +425,13 @@ func (s *stressLab) result(cond stressCondition, g *stressGroup, from, to time.T
 				r.failedChecks++
 				if strings.Contains(l, "while /livez/ping answered") {
 					r.hung++
+					if i := strings.LastIndex(l, "does not ("); i >= 0 {
+						r.hungWhy = append(r.hungWhy, strings.SplitN(l[i+len("does not ("):], `)"`, 2)[0])
+					}
 				}
+			}
+			if strings.Contains(l, `msg="A check stalls while etcd's connections lose segments`) {
+				r.waited++
 			}
 		}
 	}
@@ -462,8 +472,8 @@ func longestOutage(ss []lab.Sample, from, to time.Time) (longest time.Duration, 
 }
 
 func (r stressResult) String() string {
-	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s, checks failed while healthy %d (hung %d)",
-		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders(), r.failedChecks, r.hung)
+	return fmt.Sprintf("%d moves (%d false), %d of %d requests failed, longest outage %v, two holders %s, checks failed while healthy %d (hung %d), stalls waited on as the network's %d",
+		r.moves, r.falseMoves, r.failed, r.requests, r.outage.Round(time.Millisecond), r.twoHolders(), r.failedChecks, r.hung, r.waited)
 }
 
 // twoHolders is how often two nodes held the VIP, and the longest time.
@@ -535,6 +545,9 @@ func TestStress(t *testing.T) {
 		for _, g := range s.groups {
 			r := s.result(cond, g, from, to.Add(2*time.Second))
 			figure(t, fmt.Sprintf("stress %s, %s: %s; length", cond.name, g.name, r), to.Sub(from))
+			for _, why := range r.hungWhy {
+				t.Logf("%s, %s: a hung check, etcd seen: %s", cond.name, g.name, why)
+			}
 			if r.outage > time.Second {
 				t.Logf("%s, %s: the client's requests: %s", cond.name, g.name, lab.RequestRuns(lab.Samples(g.probe), from, to.Add(2*time.Second)))
 				if !cond.real {
