@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,13 @@ func TestInvalidValuesNameTheVariable(t *testing.T) {
 		{"hung after too short", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER": "5ms"}, `NOVAEDGE_CP_VIP_HEALTH_HUNG_AFTER (--health-hung-after)="5ms": must be 0 (off) or 10ms-1m0s`},
 		{"etcd port", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "2379,0"}, `NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS (--health-etcd-ports)="2379,0": "0" is not a port (1-65535)`},
 		{"etcd port twice", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "2379, 2379"}, `port 2379 given twice`},
+		{"etcd ports, too many", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": func() string {
+			var ps []string
+			for p := 1; p <= 65; p++ {
+				ps = append(ps, strconv.Itoa(p))
+			}
+			return strings.Join(ps, ",")
+		}()}, "must list at most 64 ports"},
 		{"etcd port too big", map[string]string{"NOVAEDGE_CP_VIP_HEALTH_ETCD_PORTS": "65536"}, `"65536" is not a port`},
 		{"fail threshold", map[string]string{"NOVAEDGE_CP_VIP_FAIL_THRESHOLD": "0"}, "NOVAEDGE_CP_VIP_FAIL_THRESHOLD"},
 		{"peers", map[string]string{"NOVAEDGE_CP_VIP_PEERS": "192.0.2.1,nope"}, `NOVAEDGE_CP_VIP_PEERS (--peers)="192.0.2.1,nope": "nope" is not an IP address`},

@@ -105,6 +105,8 @@ func (c *Config) validateHealth() error {
 		return errorf("HealthTimeout", c.HealthTimeout, "must be 1ms-%s: a hung apiserver must count as a failed check", maxHealthTimeout)
 	case c.HealthHungAfter != 0 && (c.HealthHungAfter < 10*time.Millisecond || c.HealthHungAfter > maxHealthTimeout):
 		return errorf("HealthHungAfter", c.HealthHungAfter, "must be 0 (off) or 10ms-%s", maxHealthTimeout)
+	case len(c.HealthEtcdPorts) > 64:
+		return errorf("HealthEtcdPorts", c.HealthEtcdPorts, "must list at most 64 ports")
 	case c.FailThreshold < 1 || c.FailThreshold > 1000:
 		return errorf("FailThreshold", c.FailThreshold, "must be 1-1000")
 	case c.RiseThreshold < 1 || c.RiseThreshold > 1000:

@@ -10,14 +10,19 @@
 // without credentials or an etcd client:
 //   - no socket listens on etcd's ports: etcd is not running here (or runs
 //     elsewhere); the stall is etcd's;
-//   - etcd's connections show no lost segment (retransmissions in flight,
-//     segments lost, retransmitted or received out of order since the
-//     previous look): the stall is etcd's;
-//   - etcd leaves what it was sent unread (a receive queue not drained
-//     over a short gap): its process does not run; the stall is etcd's;
+//   - no connection on etcd's ports to another host shows a lost segment
+//     (a retransmission timeout or an unacknowledged retransmission now,
+//     segments retransmitted or received out of order since a look within
+//     5 s, or loss seen by such a look), or the losing one has had no
+//     acknowledgement for a second (cut off, not lossy): the stall is
+//     etcd's;
+//   - etcd leaves what it was sent unread (a receive queue of its not
+//     drained over 100 ms, or gone meanwhile): its process does not run;
+//     the stall is etcd's;
 //   - else etcd runs and reads, and its connections lose segments: the
 //     stall is the network's.
 //
-// It reads only sockets on etcd's ports in this network namespace, and
-// only when asked (a stall), never on a timer.
+// The kernel filters the table by etcd's ports (bytecode, as ss(8) does),
+// so a busy node's other sockets cost nothing; the table is read only
+// when asked (a stall), never on a timer.
 package etcdwatch

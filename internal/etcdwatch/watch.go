@@ -44,11 +44,12 @@ type counts struct{ retrans, ooo uint32 }
 // New watches etcd listening on ports (its client and peer ports, 2379 and
 // 2380 on kubeadm and k3s).
 func New(ports []uint16) *Watch {
-	return &Watch{
+	w := &Watch{
 		ports: slices.Clone(ports), gap: unreadGap, window: lossWindow,
-		dump: dumpSockets, now: time.Now, sleep: sleepCtx,
-		counts: map[key]counts{},
+		now: time.Now, sleep: sleepCtx, counts: map[key]counts{},
 	}
+	w.dump = func() ([]sock, error) { return dumpPorts(w.ports) }
+	return w
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

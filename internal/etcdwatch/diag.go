@@ -1,0 +1,158 @@
+package etcdwatch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// The sock_diag request (linux/inet_diag.h): TCP sockets of one family in
+// the states a look needs, with tcp_info, and a bytecode filter so the
+// kernel returns only those with a local or remote port of etcd's — a
+// busy control-plane node has tens of thousands of others.
+const (
+	diagReqLen      = 56 // struct inet_diag_req_v2
+	diagMsgLen      = 72 // struct inet_diag_msg
+	diagInfo        = 2  // INET_DIAG_INFO: struct tcp_info
+	diagReqBytecode = 1  // INET_DIAG_REQ_BYTECODE
+	bcJump          = 1  // INET_DIAG_BC_JMP: always goes by "no"
+	bcSrcEq         = 11 // INET_DIAG_BC_S_EQ
+	bcDstEq         = 12 // INET_DIAG_BC_D_EQ
+	maxPorts        = 64
+	states          = 1<<stateEstablished | 1<<stateCloseWait | 1<<stateListen
+)
+
+// diagRequest is struct inet_diag_req_v2 for one family.
+type diagRequest struct{ family uint8 }
+
+func (r diagRequest) Len() int { return diagReqLen }
+
+func (r diagRequest) Serialize() []byte {
+	b := make([]byte, diagReqLen)
+	b[0], b[1], b[2] = r.family, unix.IPPROTO_TCP, 1<<(diagInfo-1)
+	binary.NativeEndian.PutUint32(b[4:], states)
+	return b
+}
+
+// portFilter is bytecode accepting a socket whose source or destination
+// port is one of ports, laid out as ss(8) lays out "a or b": conditions
+// of 8 bytes (the op, and the port in a second op's "no"), true going on
+// to the jump after it (to the end: accept), false skipping that jump to
+// the next condition, the last false past the end (reject). The kernel's
+// audit follows the "true" path, so every target must lie on it.
+func portFilter(ports []uint16) []byte {
+	n := 2 * len(ports)
+	total := 12*n - 4
+	b := make([]byte, 0, total)
+	for i := range n {
+		code := uint8(bcSrcEq)
+		if i%2 == 1 {
+			code = bcDstEq
+		}
+		b = append(b, code, 8)
+		b = binary.NativeEndian.AppendUint16(b, 12)
+		b = append(b, 0, 0)
+		b = binary.NativeEndian.AppendUint16(b, ports[i/2])
+		if i < n-1 {
+			b = append(b, bcJump, 4)
+			b = binary.NativeEndian.AppendUint16(b, uint16(total-len(b)+2)) // from the jump (2 bytes back) to the end
+		}
+	}
+	return b
+}
+
+// dumpPorts reads the TCP sockets of this network namespace, both
+// families, with a local or remote port in ports.
+func dumpPorts(ports []uint16) ([]sock, error) {
+	if len(ports) == 0 || len(ports) > maxPorts {
+		return nil, fmt.Errorf("%d etcd ports: 1-%d", len(ports), maxPorts)
+	}
+	filter := portFilter(ports)
+	var out []sock
+	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		req := nl.NewNetlinkRequest(nl.SOCK_DIAG_BY_FAMILY, unix.NLM_F_DUMP)
+		req.AddData(diagRequest{fam})
+		req.AddData(nl.NewRtAttr(diagReqBytecode, filter))
+		msgs, err := req.Execute(unix.NETLINK_INET_DIAG, nl.SOCK_DIAG_BY_FAMILY)
+		if err != nil {
+			// A dump interrupted by a change is incomplete: a socket
+			// missing from it would read as closed, so it is no answer.
+			return nil, fmt.Errorf("sock_diag (family %d): %w", fam, err)
+		}
+		for _, m := range msgs {
+			s, err := parseDiag(m)
+			if err != nil {
+				return nil, fmt.Errorf("sock_diag (family %d): %w", fam, err)
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+var errShort = errors.New("message too short")
+
+// parseDiag reads one struct inet_diag_msg and its attributes, tcp_info's
+// fields that a look needs among them (those a kernel's shorter tcp_info
+// lacks stay zero).
+func parseDiag(b []byte) (sock, error) {
+	if len(b) < diagMsgLen {
+		return sock{}, fmt.Errorf("inet_diag_msg of %d bytes: %w", len(b), errShort)
+	}
+	var s sock
+	addr := func(a []byte) (netip.Addr, error) {
+		switch b[0] {
+		case unix.AF_INET:
+			return netip.AddrFrom4([4]byte(a[:4])), nil
+		case unix.AF_INET6:
+			return netip.AddrFrom16([16]byte(a[:16])).Unmap(), nil
+		}
+		return netip.Addr{}, fmt.Errorf("address family %d", b[0])
+	}
+	src, err := addr(b[8:24])
+	if err != nil {
+		return sock{}, err
+	}
+	dst, _ := addr(b[24:40])
+	s.state = b[1]
+	s.local = netip.AddrPortFrom(src, binary.BigEndian.Uint16(b[4:6]))
+	s.remote = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(b[6:8]))
+	s.rqueue = binary.NativeEndian.Uint32(b[56:60])
+	for a := b[diagMsgLen:]; len(a) >= 4; {
+		l := int(binary.NativeEndian.Uint16(a[0:2]))
+		if l < 4 || l > len(a) {
+			return sock{}, fmt.Errorf("attribute of length %d in %d bytes", l, len(a))
+		}
+		if binary.NativeEndian.Uint16(a[2:4]) == diagInfo {
+			s.readInfo(a[4:l])
+		}
+		a = a[min(len(a), (l+3)&^3):]
+	}
+	return s, nil
+}
+
+// readInfo takes what a look needs from struct tcp_info (linux/tcp.h):
+// nothing from one shorter than bytes_received (kernel 4.1).
+func (s *sock) readInfo(t []byte) {
+	if len(t) < 136 {
+		return
+	}
+	u32 := func(off int) uint32 {
+		if off+4 > len(t) {
+			return 0
+		}
+		return binary.NativeEndian.Uint32(t[off:])
+	}
+	s.haveInfo = true
+	s.timeouts = t[2]
+	s.lostOut, s.retransOut = u32(32), u32(36)
+	s.lastAck = time.Duration(u32(56)) * time.Millisecond
+	s.totalRetrans = u32(100)
+	s.received = binary.NativeEndian.Uint64(t[128:136])
+	s.ooo = u32(224)
+}

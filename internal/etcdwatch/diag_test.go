@@ -1,0 +1,177 @@
+package etcdwatch
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// TestDumpPortsFilters: the kernel returns the sockets on the ports asked
+// for, both ends of a connection and the listener, and no other; what
+// parseDiag reads of them is what vishvananda/netlink's own parser reads.
+func TestDumpPortsFilters(t *testing.T) {
+	var ports []uint16
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		ports = append(ports, uint16(ln.Addr().(*net.TCPAddr).Port))
+	}
+	got, err := dumpPorts(ports[:1])
+	if err != nil {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	var listen, conns int
+	for _, s := range got {
+		switch {
+		case s.local.Port() != ports[0] && s.remote.Port() != ports[0]:
+			t.Errorf("socket %v -> %v returned for port %d", s.local, s.remote, ports[0])
+		case s.state == stateListen:
+			listen++
+		default:
+			conns++
+		}
+	}
+	// The listener; the client's end and, once accepted or not, the
+	// server's end (an unaccepted one is in the listener's queue, not a
+	// socket of its own: at least the client's).
+	if listen != 1 || conns < 1 {
+		t.Fatalf("port %d: %d listeners, %d connections: %+v", ports[0], listen, conns, got)
+	}
+	lib, err := netlink.SocketDiagTCPInfo(unix.AF_INET)
+	if err != nil {
+		t.Skipf("the library's dump: %v", err)
+	}
+	for _, s := range got {
+		for _, r := range lib {
+			m := r.InetDiagMsg
+			if m.ID.SourcePort != s.local.Port() || m.ID.DestinationPort != s.remote.Port() || r.TCPInfo == nil {
+				continue
+			}
+			want := sock{
+				local:  netip.AddrPortFrom(netip.MustParseAddr(m.ID.Source.String()), m.ID.SourcePort),
+				remote: netip.AddrPortFrom(netip.MustParseAddr(m.ID.Destination.String()), m.ID.DestinationPort),
+				state:  m.State, rqueue: m.RQueue, received: r.TCPInfo.Bytes_received,
+				timeouts: r.TCPInfo.Retransmits, retransOut: r.TCPInfo.Retrans, lostOut: r.TCPInfo.Lost,
+				totalRetrans: r.TCPInfo.Total_retrans, ooo: r.TCPInfo.Rcv_ooopack, haveInfo: true,
+			}
+			// Milliseconds since the last ACK move between the two dumps.
+			want.lastAck = s.lastAck
+			if s != want {
+				t.Errorf("parseDiag read\n%+v\nthe library read\n%+v", s, want)
+			}
+		}
+	}
+}
+
+// TestPortFilterRuns runs the bytecode as the kernel does
+// (inet_diag_bc_run) and audits it as the kernel does (every target on
+// the "true" path, the end, or 4 past it): the ports asked for pass,
+// others do not.
+func TestPortFilterRuns(t *testing.T) {
+	ports := []uint16{2379, 2380, 9}
+	b := portFilter(ports)
+	for _, tt := range []struct {
+		sport, dport uint16
+		want         bool
+	}{{2379, 40000, true}, {40000, 2380, true}, {9, 9, true}, {40000, 40001, false}, {2381, 2378, false}} {
+		if got := runBC(b, tt.sport, tt.dport); got != tt.want {
+			t.Errorf("ports %d -> %d: accepted %v, want %v", tt.sport, tt.dport, got, tt.want)
+		}
+	}
+	onPath := map[int]bool{len(b): true}
+	for off := 0; off < len(b); off += int(b[off+1]) {
+		onPath[off] = true
+	}
+	for off := 0; off < len(b); off += int(b[off+1]) {
+		if no := off + int(binary.NativeEndian.Uint16(b[off+2:])); !onPath[no] && no != len(b)+4 {
+			t.Errorf("op at %d jumps to %d, off the true path", off, no)
+		}
+	}
+}
+
+// runBC is inet_diag_bc_run for the ops portFilter uses.
+func runBC(b []byte, sport, dport uint16) bool {
+	off := 0
+	for off < len(b) {
+		yes := false
+		port := binary.NativeEndian.Uint16(b[off+6:])
+		switch b[off] {
+		case bcSrcEq:
+			yes = sport == port
+		case bcDstEq:
+			yes = dport == port
+		}
+		if yes {
+			off += int(b[off+1])
+		} else {
+			off += int(binary.NativeEndian.Uint16(b[off+2:]))
+		}
+	}
+	return off == len(b)
+}
+
+// FuzzParseDiag: any bytes from the kernel give a socket or an error,
+// never a panic; a message built from a socket reads back as that socket.
+func FuzzParseDiag(f *testing.F) {
+	f.Add([]byte{}, uint8(2), uint8(1), uint16(2379), uint16(40000), uint32(7), uint64(5000), uint32(3), 232)
+	f.Add([]byte{0xff}, uint8(10), uint8(10), uint16(1), uint16(0), uint32(0), uint64(0), uint32(0), 0)
+	f.Add(make([]byte, 80), uint8(2), uint8(8), uint16(2380), uint16(2380), uint32(1), uint64(1), uint32(1), 136)
+	f.Fuzz(func(t *testing.T, raw []byte, fam, state uint8, sport, dport uint16, rq uint32, recv uint64, retrans uint32, infoLen int) {
+		_, _ = parseDiag(raw) // arbitrary bytes: an answer or an error
+		if fam != unix.AF_INET && fam != unix.AF_INET6 {
+			fam = unix.AF_INET
+		}
+		infoLen = max(0, min(infoLen, 300))
+		msg := make([]byte, diagMsgLen)
+		msg[0], msg[1] = fam, state
+		binary.BigEndian.PutUint16(msg[4:], sport)
+		binary.BigEndian.PutUint16(msg[6:], dport)
+		copy(msg[8:], []byte{192, 0, 2, 11})
+		copy(msg[24:], []byte{192, 0, 2, 12})
+		if fam == unix.AF_INET6 {
+			copy(msg[8:], netip.MustParseAddr("2001:db8::11").AsSlice())
+			copy(msg[24:], netip.MustParseAddr("2001:db8::12").AsSlice())
+		}
+		binary.NativeEndian.PutUint32(msg[56:], rq)
+		info := make([]byte, infoLen)
+		if infoLen >= 136 {
+			binary.NativeEndian.PutUint32(info[100:], retrans)
+			binary.NativeEndian.PutUint64(info[128:], recv)
+		}
+		attr := binary.NativeEndian.AppendUint16(nil, uint16(4+infoLen))
+		attr = binary.NativeEndian.AppendUint16(attr, diagInfo)
+		attr = append(attr, info...)
+		for len(attr)%4 != 0 {
+			attr = append(attr, 0)
+		}
+		s, err := parseDiag(slices.Concat(msg, attr, raw[:0]))
+		if err != nil {
+			t.Fatalf("a well-formed message: %v", err)
+		}
+		if s.state != state || s.local.Port() != sport || s.remote.Port() != dport || s.rqueue != rq || s.haveInfo != (infoLen >= 136) {
+			t.Fatalf("read %+v from state %d ports %d/%d rqueue %d info %d bytes", s, state, sport, dport, rq, infoLen)
+		}
+		if s.haveInfo && (s.received != recv || s.totalRetrans != retrans) {
+			t.Fatalf("read received %d, retransmitted %d; wrote %d, %d", s.received, s.totalRetrans, recv, retrans)
+		}
+		if s.local.Addr().Is4() != (fam == unix.AF_INET) {
+			t.Fatalf("family %d read as %v", fam, s.local)
+		}
+	})
+}
