@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,26 +15,36 @@ import (
 // kernel returns only those with a local or remote port of etcd's — a
 // busy control-plane node has tens of thousands of others.
 const (
-	diagReqLen      = 56 // struct inet_diag_req_v2
-	diagMsgLen      = 72 // struct inet_diag_msg
-	diagInfo        = 2  // INET_DIAG_INFO: struct tcp_info
-	diagReqBytecode = 1  // INET_DIAG_REQ_BYTECODE
-	bcJump          = 1  // INET_DIAG_BC_JMP: always goes by "no"
-	bcSrcEq         = 11 // INET_DIAG_BC_S_EQ
-	bcDstEq         = 12 // INET_DIAG_BC_D_EQ
-	maxPorts        = 64
-	states          = 1<<stateEstablished | 1<<stateCloseWait | 1<<stateListen
+	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
+	diagReqLen       = 56 // struct inet_diag_req_v2
+	diagMsgLen       = 72 // struct inet_diag_msg
+	diagInfo         = 2  // INET_DIAG_INFO: struct tcp_info
+	diagReqBytecode  = 1  // INET_DIAG_REQ_BYTECODE
+	bcJump           = 1  // INET_DIAG_BC_JMP: always goes by "no"
+	bcSrcEq          = 11 // INET_DIAG_BC_S_EQ
+	bcDstEq          = 12 // INET_DIAG_BC_D_EQ
+	maxPorts         = 64
+	states           = 1<<stateEstablished | 1<<stateCloseWait | 1<<stateListen
 )
 
-// diagRequest is struct inet_diag_req_v2 for one family.
-type diagRequest struct{ family uint8 }
-
-func (r diagRequest) Len() int { return diagReqLen }
-
-func (r diagRequest) Serialize() []byte {
-	b := make([]byte, diagReqLen)
-	b[0], b[1], b[2] = r.family, unix.IPPROTO_TCP, 1<<(diagInfo-1)
-	binary.NativeEndian.PutUint32(b[4:], states)
+// diagRequest is a netlink message asking for a dump of one family's
+// sockets through filter: nlmsghdr, struct inet_diag_req_v2, the
+// bytecode attribute.
+func diagRequest(family uint8, seq uint32, filter []byte) []byte {
+	attrLen := 4 + len(filter)
+	n := unix.NLMSG_HDRLEN + diagReqLen + (attrLen+3)&^3
+	b := make([]byte, n)
+	binary.NativeEndian.PutUint32(b[0:], uint32(n))
+	binary.NativeEndian.PutUint16(b[4:], sockDiagByFamily)
+	binary.NativeEndian.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	binary.NativeEndian.PutUint32(b[8:], seq)
+	r := b[unix.NLMSG_HDRLEN:]
+	r[0], r[1], r[2] = family, unix.IPPROTO_TCP, 1<<(diagInfo-1)
+	binary.NativeEndian.PutUint32(r[4:], states)
+	a := r[diagReqLen:]
+	binary.NativeEndian.PutUint16(a[0:], uint16(attrLen))
+	binary.NativeEndian.PutUint16(a[2:], diagReqBytecode)
+	copy(a[4:], filter)
 	return b
 }
 
@@ -64,35 +73,6 @@ func portFilter(ports []uint16) []byte {
 		}
 	}
 	return b
-}
-
-// dumpPorts reads the TCP sockets of this network namespace, both
-// families, with a local or remote port in ports.
-func dumpPorts(ports []uint16) ([]sock, error) {
-	if len(ports) == 0 || len(ports) > maxPorts {
-		return nil, fmt.Errorf("%d etcd ports: 1-%d", len(ports), maxPorts)
-	}
-	filter := portFilter(ports)
-	var out []sock
-	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
-		req := nl.NewNetlinkRequest(nl.SOCK_DIAG_BY_FAMILY, unix.NLM_F_DUMP)
-		req.AddData(diagRequest{fam})
-		req.AddData(nl.NewRtAttr(diagReqBytecode, filter))
-		msgs, err := req.Execute(unix.NETLINK_INET_DIAG, nl.SOCK_DIAG_BY_FAMILY)
-		if err != nil {
-			// A dump interrupted by a change is incomplete: a socket
-			// missing from it would read as closed, so it is no answer.
-			return nil, fmt.Errorf("sock_diag (family %d): %w", fam, err)
-		}
-		for _, m := range msgs {
-			s, err := parseDiag(m)
-			if err != nil {
-				return nil, fmt.Errorf("sock_diag (family %d): %w", fam, err)
-			}
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 var errShort = errors.New("message too short")

@@ -32,7 +32,7 @@ func TestDumpPortsFilters(t *testing.T) {
 		}
 		ports = append(ports, uint16(ln.Addr().(*net.TCPAddr).Port))
 	}
-	got, err := dumpPorts(ports[:1])
+	got, err := newDiagSocket().dump(ports[:1])
 	if err != nil {
 		t.Skipf("no sock_diag here: %v", err)
 	}
@@ -174,4 +174,39 @@ func FuzzParseDiag(f *testing.F) {
 			t.Fatalf("family %d read as %v", fam, s.local)
 		}
 	})
+}
+
+// FuzzReadDump: any datagram gives sockets, done or an error, never a
+// panic, and reads nothing of another request's sequence number.
+func FuzzReadDump(f *testing.F) {
+	msg := func(typ uint16, seq uint32, body []byte) []byte {
+		b := binary.NativeEndian.AppendUint32(nil, uint32(unix.NLMSG_HDRLEN+len(body)))
+		b = binary.NativeEndian.AppendUint16(b, typ)
+		b = binary.NativeEndian.AppendUint16(b, unix.NLM_F_MULTI)
+		b = binary.NativeEndian.AppendUint32(b, seq)
+		b = binary.NativeEndian.AppendUint32(b, 0)
+		return append(b, body...)
+	}
+	f.Add(msg(sockDiagByFamily, 1, make([]byte, diagMsgLen)), uint32(1))
+	f.Add(slices.Concat(msg(sockDiagByFamily, 2, make([]byte, diagMsgLen)), msg(unix.NLMSG_DONE, 2, make([]byte, 4))), uint32(2))
+	f.Add(msg(unix.NLMSG_ERROR, 3, []byte{0xea, 0xff, 0xff, 0xff}), uint32(3))
+	f.Add([]byte{1, 2, 3}, uint32(0))
+	f.Fuzz(func(t *testing.T, b []byte, seq uint32) {
+		var n int
+		_, _ = readDump(b, seq, func(sock) { n++ })
+		_, _ = readDump(b, seq+1, func(sock) {}) // another sequence: no panic either
+		if n > len(b)/(unix.NLMSG_HDRLEN+diagMsgLen) {
+			t.Fatalf("%d sockets from %d bytes", n, len(b))
+		}
+	})
+}
+
+func BenchmarkDump(b *testing.B) {
+	d := newDiagSocket()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.dump([]uint16{2379, 2380}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -12,10 +12,11 @@
 //     elsewhere); the stall is etcd's;
 //   - no connection on etcd's ports to another host shows a lost segment
 //     (a retransmission timeout or an unacknowledged retransmission now,
-//     segments retransmitted or received out of order since a look within
-//     5 s, or loss seen by such a look), or the losing one has had no
-//     acknowledgement for a second (cut off, not lossy): the stall is
-//     etcd's;
+//     segments retransmitted or received out of order since a mark within
+//     5 s — the checker marks the counters as a check begins, every 3 s
+//     at most — or loss seen by a look within 5 s), or the losing one has
+//     had no acknowledgement for a second (cut off, not lossy): the stall
+//     is etcd's;
 //   - etcd leaves what it was sent unread (a receive queue of its not
 //     drained over 100 ms, or gone meanwhile): its process does not run;
 //     the stall is etcd's;
@@ -23,6 +24,9 @@
 //     stall is the network's.
 //
 // The kernel filters the table by etcd's ports (bytecode, as ss(8) does),
-// so a busy node's other sockets cost nothing; the table is read only
-// when asked (a stall), never on a timer.
+// so a busy node's other sockets cost nothing to parse; it still walks its
+// whole TCP hash table (about 0.5 ms here), so the table is read only at a
+// mark (on the checker's own wake-up, every 3 s at most) and at a stall,
+// never on a timer of its own, over one netlink socket kept open and by
+// raw system calls.
 package etcdwatch

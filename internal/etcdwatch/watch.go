@@ -12,13 +12,18 @@ import (
 // How long unread bytes must stay unread to say etcd does not run (a
 // running etcd reads within milliseconds, a CPU-throttled one within a
 // CFS period, 100 ms); how long loss seen by one look still counts for the
-// next (the check after a hung one comes within a second); and how
-// recently a losing connection must have had an acknowledgement to count
-// as lossy rather than cut (a partition is no loss: moving helps there).
+// next, and how far back a mark counts (the check after a hung one comes
+// within a second); how recently a losing connection must have had an
+// acknowledgement to count as lossy rather than cut (a partition is no
+// loss: moving helps there); and how often a check begins with a mark (a
+// dump walks the kernel's whole TCP hash table, about 0.5 ms here: every
+// 3 s keeps one within the window at any stall, for a sixth of the cost
+// of a mark at each check).
 const (
 	unreadGap   = 100 * time.Millisecond
 	lossWindow  = 5 * time.Second
 	ackedWithin = time.Second
+	markEvery   = 3 * time.Second
 )
 
 // Watch looks at the sockets of etcd on this host. Its zero value is not
@@ -31,24 +36,21 @@ type Watch struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error
 
-	mu       sync.Mutex
-	lookedAt time.Time      // the previous look
-	counts   map[key]counts // its loss counters per connection
-	lossAt   time.Time      // when a look last saw loss
-	lossWhy  string
+	mu      sync.Mutex
+	marks   []mark    // loss counters at the last looks within the window, oldest first
+	lossAt  time.Time // when a look last saw loss
+	lossWhy string
 }
-
-// counts are a connection's loss counters since it began.
-type counts struct{ retrans, ooo uint32 }
 
 // New watches etcd listening on ports (its client and peer ports, 2379 and
 // 2380 on kubeadm and k3s).
 func New(ports []uint16) *Watch {
 	w := &Watch{
 		ports: slices.Clone(ports), gap: unreadGap, window: lossWindow,
-		now: time.Now, sleep: sleepCtx, counts: map[key]counts{},
+		now: time.Now, sleep: sleepCtx,
 	}
-	w.dump = func() ([]sock, error) { return dumpPorts(w.ports) }
+	diag := newDiagSocket()
+	w.dump = func() ([]sock, error) { return diag.dump(w.ports) }
 	return w
 }
 
@@ -112,47 +114,6 @@ func (w *Watch) etcds(all []sock) []sock {
 // local says whether s is etcd's end: its local port is one of etcd's.
 func (w *Watch) local(s sock) bool { return slices.Contains(w.ports, s.local.Port()) }
 
-// loss says whether etcd's connections off this host lose segments now,
-// or lost some since the previous look if that was within the window, or
-// a look within the window saw loss; it remembers this look's counters.
-func (w *Watch) loss(socks []sock) (bool, string) {
-	now := w.now()
-	recent := !w.lookedAt.IsZero() && now.Sub(w.lookedAt) <= w.window
-	seen := map[key]counts{}
-	why := ""
-	for _, s := range socks {
-		if s.state != stateEstablished || !s.haveInfo || s.remote.Addr().IsLoopback() || s.remote.Addr() == s.local.Addr() {
-			continue // on this host: nothing of it crosses the segment
-		}
-		c := counts{s.totalRetrans, s.ooo}
-		seen[s.key()] = c
-		if why != "" {
-			continue
-		}
-		prev, had := w.counts[s.key()]
-		switch {
-		case s.lastAck > ackedWithin:
-			// Nothing acknowledged for a second: cut off, not lossy.
-		case s.timeouts > 0:
-			why = fmt.Sprintf("%s: %d retransmission timeouts in a row", s.remote, s.timeouts)
-		case s.retransOut > 0 || s.lostOut > 0:
-			why = fmt.Sprintf("%s: %d segments retransmitted, %d lost, not acknowledged yet", s.remote, s.retransOut, s.lostOut)
-		case recent && had && (c.retrans > prev.retrans || c.ooo > prev.ooo):
-			why = fmt.Sprintf("%s: %d segments retransmitted and %d received out of order in the last %s",
-				s.remote, grew(prev.retrans, c.retrans), grew(prev.ooo, c.ooo), now.Sub(w.lookedAt).Round(time.Millisecond))
-		}
-	}
-	w.lookedAt, w.counts = now, seen
-	if why != "" {
-		w.lossAt, w.lossWhy = now, why
-		return true, why
-	}
-	if !w.lossAt.IsZero() && now.Sub(w.lossAt) <= w.window {
-		return true, fmt.Sprintf("%s ago, %s", now.Sub(w.lossAt).Round(time.Millisecond), w.lossWhy)
-	}
-	return false, ""
-}
-
 // unread says whether etcd left bytes unread on one of its connections
 // for the gap: its process does not run (stopped, frozen).
 func (w *Watch) unread(ctx context.Context, socks []sock) (bool, string, error) {
@@ -194,15 +155,6 @@ func (w *Watch) unread(ctx context.Context, socks []sock) (bool, string, error) 
 		}
 	}
 	return false, "", nil
-}
-
-// grew is how much a counter grew from a to b; 0 when it did not (a
-// connection's 4-tuple reused).
-func grew(a, b uint32) uint32 {
-	if b < a {
-		return 0
-	}
-	return b - a
 }
 
 func (w *Watch) portList() string {

@@ -115,33 +115,50 @@ func TestNetworkStall(t *testing.T) {
 	}
 }
 
-// TestLossBetweenLooks: counters that grew since a look within the window
-// are loss; since one longer ago they say nothing; loss seen stays loss
-// for the window.
-func TestLossBetweenLooks(t *testing.T) {
+// TestLossSinceMarks: the first stall's look sees loss since the mark
+// taken as its check began (the lost segment's retransmission came and
+// went before the look); counters that grew since a mark within the
+// window are loss, since one older say nothing; marks come at most once
+// in markEvery.
+func TestLossSinceMarks(t *testing.T) {
 	now := time.Unix(1000, 0)
 	c := conn(etcdPeer, peer)
 	c.totalRetrans, c.ooo = 7, 3
 	tb := &table{socks: []sock{listener(etcdClient), c}}
 	w := newTestWatch(tb, &now)
-	if got, _ := w.NetworkStall(context.Background()); got {
-		t.Fatal("first look, nothing in flight: loss")
+	w.Mark() // a check begins
+	now = now.Add(300 * time.Millisecond)
+	w.Mark() // the next check: too soon for another mark
+	if tb.dumps != 1 {
+		t.Fatalf("%d dumps for two marks 300ms apart, want 1", tb.dumps)
 	}
-	now = now.Add(700 * time.Millisecond)
+	now = now.Add(400 * time.Millisecond)
 	c.ooo = 4 // one segment came out of order: one before it was lost
 	tb.socks = []sock{listener(etcdClient), c}
 	if got, why := w.NetworkStall(context.Background()); !got || !strings.Contains(why, "0 segments retransmitted and 1 received out of order in the last 700ms") {
-		t.Fatalf("out-of-order segment since the last look: %v %q", got, why)
+		t.Fatalf("a segment out of order since the check began: %v %q", got, why)
 	}
 	now = now.Add(4 * time.Second)
-	if got, why := w.NetworkStall(context.Background()); !got || !strings.Contains(why, "4s ago") {
-		t.Fatalf("loss 4 s ago: %v %q, want it remembered", got, why)
+	if got, why := w.NetworkStall(context.Background()); !got || !strings.Contains(why, "in the last 4.7s") {
+		t.Fatalf("4.7 s after the mark: %v %q, want the growth since it", got, why)
 	}
 	now = now.Add(6 * time.Second)
 	c.totalRetrans = 9
 	tb.socks = []sock{listener(etcdClient), c}
 	if got, why := w.NetworkStall(context.Background()); got {
-		t.Fatalf("counters grew over 6 s, beyond the window: %v %q", got, why)
+		t.Fatalf("counters grew since looks 6 s and more ago, beyond the window: %v %q", got, why)
+	}
+}
+
+// TestNoMarkNoGrowth: without a mark, counters say nothing at the first
+// look (they count since the connection began).
+func TestNoMarkNoGrowth(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := conn(etcdPeer, peer)
+	c.totalRetrans, c.ooo = 700, 300
+	w := newTestWatch(&table{socks: []sock{listener(etcdClient), c}}, &now)
+	if got, why := w.NetworkStall(context.Background()); got {
+		t.Fatalf("lifetime counters, no mark: %v %q", got, why)
 	}
 }
 
@@ -170,7 +187,7 @@ func TestRealSockets(t *testing.T) {
 	w := New([]uint16{port})
 	var socks []sock
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		all, err := dumpPorts([]uint16{port})
+		all, err := newDiagSocket().dump([]uint16{port})
 		if err != nil {
 			t.Skipf("no sock_diag here: %v", err)
 		}
@@ -187,7 +204,7 @@ func TestRealSockets(t *testing.T) {
 		t.Fatalf("a server end that reads nothing: unread %v %q %v", unread, why, err)
 	}
 	// The same input, read during the gap: etcd runs.
-	all, err := dumpPorts([]uint16{port})
+	all, err := newDiagSocket().dump([]uint16{port})
 	if err != nil {
 		t.Fatal(err)
 	}

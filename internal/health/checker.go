@@ -54,6 +54,9 @@ type Config struct {
 // apiserver stalls now and then; moving the VIP resets clients for
 // nothing) from one of what the apiserver waits for.
 type StallJudge interface {
+	// Mark is told as each check begins: what it needs to know of the
+	// time before a stall (loss counters) it records then.
+	Mark()
 	NetworkStall(ctx context.Context) (bool, string)
 }
 
@@ -183,6 +186,9 @@ func (c *Checker) Check(ctx context.Context) Result {
 	var seen string // what Stalls saw of etcd
 	sil := silence{}
 	if c.cfg.HungAfter > 0 {
+		if c.cfg.Stalls != nil {
+			c.cfg.Stalls.Mark()
+		}
 		sil = silence{at: start.Add(c.cfg.HungAfter), stuck: func() bool {
 			var ok, network bool
 			if pinged, ok = c.answersPing(ctx); ok {

@@ -240,6 +240,8 @@ type judge struct {
 	asked   int
 }
 
+func (j *judge) Mark() {}
+
 func (j *judge) NetworkStall(context.Context) (bool, string) { j.asked++; return j.network, j.seen }
 
 // A stall the judge calls the network's (etcd reads, its connections lose
@@ -286,5 +288,7 @@ func TestCheckAnsweredWhileJudged(t *testing.T) {
 }
 
 type judgeFunc func() (bool, string)
+
+func (f judgeFunc) Mark() {}
 
 func (f judgeFunc) NetworkStall(context.Context) (bool, string) { return f() }
