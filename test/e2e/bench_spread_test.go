@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,8 +171,14 @@ func BenchmarkRealSpread(b *testing.B) {
 			cpu := max(float64(ticks)-idlePerSec*listed.Seconds(), 0) * 10 / (float64(bytes) / 1e9)
 			b.Logf("FIGURE spread LIST: through the VIP %+v ms, the holder's directly %+v ms, a remote one directly %+v ms (%d MB each); the holder's daemon %.0f CPU ms per GB",
 				durFigure(took[on.tool]), durFigure(took[viaDirect]), durFigure(took[viaRemote]), bytes/len(took[on.tool])/1e6, cpu)
+			// Through the VIP a LIST lands on any of the three, so what it
+			// is compared with is the three directly, a third each (CI: the
+			// VIP's LIST went to a remote apiserver, 1.56 s, while the
+			// holder's own answered in 1.01 s and the remotes in 1.49 and
+			// 1.79: the backend's speed, not the proxy's cost).
+			took[viaAll] = slices.Concat(took[viaDirect], took[viaRemote], took[viaRemote2])
 			r := Row{Name: rowList, Unit: "ms", Ours: durFigure(took[on.tool])}
-			for _, to := range targets[1:] {
+			for _, to := range append(targets[1:], struct{ name, server string }{name: viaAll}) {
 				r.Others = append(r.Others, Compared{Tool: to.name, Figure: durFigure(took[to.name])})
 			}
 			record(b, r)
