@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -182,7 +183,7 @@ func BenchmarkRealControlPlane(b *testing.B) {
 		}
 		var moved []time.Duration
 		for trial := range benchTrials() * rowWanted(rowEtcd) {
-			d, err := c.etcdTrial(groups[0])
+			d, err := c.etcdTrial(groups[0], b.Logf)
 			if err != nil {
 				b.Fatalf("%s, trial %d: %v", rowEtcd, trial+1, err)
 			}
@@ -289,7 +290,7 @@ func (c *realCluster) holderTrial(g *realGroup, sig syscall.Signal, after time.D
 // returns the time until another node held the VIP (its addresses read
 // every 20 ms: the figure is up to that late);
 // then it lets etcd run again and waits until all is settled.
-func (c *realCluster) etcdTrial(g *realGroup) (time.Duration, error) {
+func (c *realCluster) etcdTrial(g *realGroup, logf func(string, ...any)) (time.Duration, error) {
 	h, err := g.holder(c)
 	if err != nil {
 		return 0, err
@@ -306,6 +307,12 @@ func (c *realCluster) etcdTrial(g *realGroup) (time.Duration, error) {
 		moved = time.Since(fault)
 		return nil
 	})
+	// What the holder's checks saw meanwhile (hung, and of etcd).
+	for _, l := range c.procs[h].LinesBetween(fault, time.Now()) {
+		if strings.Contains(l, `msg="Health check failed"`) || strings.Contains(l, "not a hung apiserver") {
+			logf("%s: %s", c.nodes[h].Name, l)
+		}
+	}
 	if cerr := c.cp.SignalEtcd(h, syscall.SIGCONT); cerr != nil {
 		return 0, cerr
 	}
