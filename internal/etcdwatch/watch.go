@@ -91,11 +91,12 @@ func (w *Watch) NetworkStall(ctx context.Context) (bool, string) {
 	if !losing {
 		return false, "etcd's connections lose no segments"
 	}
-	if unread, why, err := w.unread(ctx, socks); err != nil || unread {
-		if err != nil {
-			return false, err.Error()
-		}
-		return false, why
+	unread, seen, err := w.unread(ctx, socks)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case unread:
+		return false, seen
 	}
 	return true, "etcd on this host reads what it is sent and its connections lose segments (" + why + ")"
 }
