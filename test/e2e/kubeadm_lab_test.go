@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +26,51 @@ type kubeLab struct {
 	router *lab.Host // BGP mode
 	vipDev string    // where our pod binds the VIP: eth0 (L2) or lo (BGP)
 	svc    *sdLab    // we run as the systemd service (the .deb), not the static pod
+	failed *failures // the events' failures, said again last
+}
+
+// failures keeps a test's failure messages and says them again after
+// everything else the test logs when it fails (the nodes' journals): CI
+// shows only the end of a test's output, where they would be lost.
+type failures struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// errorf is t.Errorf, kept.
+func (f *failures) errorf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	f.mu.Lock()
+	f.msgs = append(f.msgs, t.Name()+": "+msg)
+	f.mu.Unlock()
+	t.Error(msg)
+}
+
+// fatalf is t.Fatalf, kept.
+func (f *failures) fatalf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	f.errorf(t, format, args...)
+	t.FailNow()
+}
+
+// sayAgain is a cleanup registered before the lab's: it runs last.
+func (f *failures) sayAgain(t testing.TB) func() {
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, m := range f.msgs {
+			t.Logf("FAILED (said again after the logs) %s", m)
+		}
+	}
+}
+
+// newKubeLabOf starts a kubeLab: its failures are said again last.
+func newKubeLabOf(t testing.TB, vipDev string) *kubeLab {
+	k := &kubeLab{vipDev: vipDev, failed: &failures{}}
+	t.Cleanup(k.failed.sayAgain(t))
+	k.Lab = newLab(t)
+	return k
 }
 
 // kubeVIP is the control plane's endpoint in the kubeadm lab.
@@ -59,7 +105,7 @@ func ourImage(t testing.TB) string {
 // switch (L2 mode); nothing of kubeadm runs yet.
 func newKubeLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
 	t.Helper()
-	k := &kubeLab{Lab: newLab(t), vipDev: "eth0"}
+	k := newKubeLabOf(t, "eth0")
 	for i := range n {
 		h, err := k.AddHost(fmt.Sprintf("n%d", i+1), netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(11 + i)}), 24), netip.Prefix{}, true)
 		if err != nil {
@@ -81,7 +127,7 @@ func newKubeLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
 // through the routes the nodes announce.
 func newKubeBGPLab(t testing.TB, n int, opts lab.KubeOptions) *kubeLab {
 	t.Helper()
-	k := &kubeLab{Lab: newLab(t), vipDev: "lo"}
+	k := newKubeLabOf(t, "lo")
 	var err error
 	if k.router, err = k.AddHost("r", netip.PrefixFrom(routerV4, 24), netip.Prefix{}, false); err != nil {
 		t.Fatal(err)

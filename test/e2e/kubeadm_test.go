@@ -488,7 +488,7 @@ func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, nam
 	from := time.Now()
 	what()
 	if err := lab.Eventually(6*time.Minute, settled); err != nil { // a powered-on kubelet once took 2 min to start a static pod
-		t.Fatalf("%s: %v", name, err)
+		k.failed.fatalf(t, "%s: %v", name, err)
 	}
 	time.Sleep(max(2*time.Second, time.Until(from.Add(c.window))))
 	to := time.Now()
@@ -502,22 +502,22 @@ func (k *kubeLab) event(t *testing.T, probe *lab.Process, hm *holderMonitor, nam
 		lab.FailedSpan(ss, from, to).Round(time.Millisecond), double, firstErr)
 	t.Logf("requests: %s", lab.RequestRuns(ss, from, to))
 	if failed > c.failed {
-		t.Errorf("%s: %d failed requests, at most %d (%s)", name, failed, c.failed, c.why)
+		k.failed.errorf(t, "%s: %d failed requests, at most %d (%s)", name, failed, c.failed, c.why)
 	}
 	if hm == nil {
 		return
 	}
 	if b := hm.blind(from, to); b > blindLimit {
-		t.Errorf("%s: the holder monitor kept no sample for %s: the VIP was not watched", name, b.Round(time.Millisecond))
+		k.failed.errorf(t, "%s: the holder monitor kept no sample for %s: the VIP was not watched", name, b.Round(time.Millisecond))
 	}
 	for _, r := range hm.runs(vip4, from, to) {
 		if r.d > c.double || c.double == 0 {
-			t.Errorf("%s: two nodes held the VIP at once for %s (%d samples), at most %s (%s)", name, r.d.Round(time.Millisecond), r.samples, c.double, c.why)
+			k.failed.errorf(t, "%s: two nodes held the VIP at once for %s (%d samples), at most %s (%s)", name, r.d.Round(time.Millisecond), r.samples, c.double, c.why)
 		}
 	}
 	if c.keep > 0 {
 		if err := hm.left(vip4, c.keep-1, from, to); err != nil {
-			t.Errorf("%s: %v (%s)", name, err, c.why)
+			k.failed.errorf(t, "%s: %v (%s)", name, err, c.why)
 		}
 	}
 }

@@ -118,7 +118,7 @@ type migrationResult struct {
 func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migrationResult {
 	kv := kubeVIPBinary(t)
 	c := newRealClusterOf(t, 3, []netip.Addr{vip4.Addr()}, lab.APIServerOptions{},
-		append([]string{"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String(), "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=1s"}, env...)...)
+		append([]string{"NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String()}, env...)...)
 	c.startControlPlane(t)
 	dir := t.TempDir()
 	kvs := make([]*lab.Process, len(c.nodes))
@@ -186,10 +186,18 @@ func migrateFromKubeVIP(t *testing.T, holderFirst bool, env ...string) migration
 }
 
 // stepBack bounds how long our holder keeps a VIP that another host bound
-// silently: its next probe (every second), the answer's wait (150 ms), then
-// the release (one reconcile step, netlink: milliseconds), and 350 ms for
-// the samplers and the probe's timer on a loaded machine (CI saw 1.1 s).
-const stepBack = acd.ProbeEvery + acd.AnswerWait + 350*time.Millisecond
+// silently, at the defaults the migration runs with: its next probe (every
+// second) is answered and it defends the VIP once (RFC 5227: one
+// announcement, then no probe for DefendWait, 300 ms at 200 ms x 2
+// advertisements), its next probe is answered again and it releases (one
+// reconcile step, netlink: milliseconds); AnswerWait (150 ms) for the two
+// answers, and 350 ms for the samplers and the probe's timer on a loaded
+// machine. CI saw 1.55 s when the test ran at 1 s advertisements (DefendWait
+// 700 ms) against a bound written before the defence (1.5 s).
+func stepBack(t testing.TB) time.Duration {
+	d := daemonDefaults(t)
+	return acd.ProbeEvery + acd.DefendWaitFor(d.AdvertInterval, d.AdvertsPerInterval) + acd.AnswerWait + 350*time.Millisecond
+}
 
 // TestMigrateFromKubeVIPARP replaces a live kube-vip (ARP mode, Lease
 // election, real apiservers and etcd) node by node, kube-vip's leader last
@@ -200,7 +208,7 @@ const stepBack = acd.ProbeEvery + acd.AnswerWait + 350*time.Millisecond
 // moment of two holders, our master does not bind the VIP while kube-vip's
 // leader answers for it. Leader first: a remaining kube-vip takes the Lease
 // and binds the VIP without looking, possibly after ours did; ours releases
-// it when it hears that host or at its next probe (stepBack). Each path
+// it when that host answers its probe again after its defence (stepBack). Each path
 // also runs without the conflict check, as every build before it did: the
 // figures before.
 func TestMigrateFromKubeVIPARP(t *testing.T) {
@@ -221,13 +229,13 @@ func TestMigrateFromKubeVIPARP(t *testing.T) {
 					// The documented order: no kube-vip is left to take
 					// the Lease when the leader stops.
 					t.Errorf("two nodes held the VIP for %v during the migration; %d ARP requests had two answers", r.double, r.arp.double)
-				case r.longest > stepBack || r.arp.longest > stepBack:
+				case r.longest > stepBack(t) || r.arp.longest > stepBack(t):
 					// Leader first: each remaining kube-vip that takes the
 					// Lease binds without looking, and announces the VIP
 					// only at its next ARP tick (3 s); ours steps back on
 					// hearing it or at its next probe.
 					t.Errorf("two nodes held the VIP for %v at a time (ARP: two answers for %v in a row), want ours to step back within %v",
-						r.longest, r.arp.longest, stepBack)
+						r.longest, r.arp.longest, stepBack(t))
 				}
 				// Failed requests of the whole migration: leader last, the
 				// one in flight at the final switch (1 measured, + 1);
