@@ -18,6 +18,7 @@ const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
 	diagReqLen       = 56 // struct inet_diag_req_v2
 	diagMsgLen       = 72 // struct inet_diag_msg
+	diagIDLen        = 48 // struct inet_diag_sockid, at 4 in both the request and the message
 	diagInfo         = 2  // INET_DIAG_INFO: struct tcp_info
 	diagReqBytecode  = 1  // INET_DIAG_REQ_BYTECODE
 	bcJump           = 1  // INET_DIAG_BC_JMP: always goes by "no"
@@ -32,19 +33,36 @@ const (
 // bytecode attribute.
 func diagRequest(family uint8, seq uint32, filter []byte) []byte {
 	attrLen := 4 + len(filter)
-	n := unix.NLMSG_HDRLEN + diagReqLen + (attrLen+3)&^3
+	b := diagHeader(unix.NLMSG_HDRLEN+diagReqLen+(attrLen+3)&^3, family, seq, unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	a := b[unix.NLMSG_HDRLEN+diagReqLen:]
+	binary.NativeEndian.PutUint16(a[0:], uint16(attrLen))
+	binary.NativeEndian.PutUint16(a[2:], diagReqBytecode)
+	copy(a[4:], filter)
+	return b
+}
+
+// lookupRequest asks for one socket, named as a dump named it (its cookie
+// included): the kernel looks it up in its hash table instead of walking
+// the table (inet_diag_find_one_icsk), and answers with one message, or an
+// error when it is gone (ENOENT) or another has its 4-tuple (ESTALE).
+func lookupRequest(s sock, seq uint32) []byte {
+	b := diagHeader(unix.NLMSG_HDRLEN+diagReqLen, s.family, seq, unix.NLM_F_REQUEST)
+	copy(b[unix.NLMSG_HDRLEN+8:], s.id[:])
+	return b
+}
+
+// diagHeader is a request of n bytes: nlmsghdr and struct
+// inet_diag_req_v2 for TCP sockets of family in the states a look needs,
+// with tcp_info.
+func diagHeader(n int, family uint8, seq uint32, flags uint16) []byte {
 	b := make([]byte, n)
 	binary.NativeEndian.PutUint32(b[0:], uint32(n))
 	binary.NativeEndian.PutUint16(b[4:], sockDiagByFamily)
-	binary.NativeEndian.PutUint16(b[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
+	binary.NativeEndian.PutUint16(b[6:], flags)
 	binary.NativeEndian.PutUint32(b[8:], seq)
 	r := b[unix.NLMSG_HDRLEN:]
 	r[0], r[1], r[2] = family, unix.IPPROTO_TCP, 1<<(diagInfo-1)
 	binary.NativeEndian.PutUint32(r[4:], states)
-	a := r[diagReqLen:]
-	binary.NativeEndian.PutUint16(a[0:], uint16(attrLen))
-	binary.NativeEndian.PutUint16(a[2:], diagReqBytecode)
-	copy(a[4:], filter)
 	return b
 }
 
@@ -99,7 +117,8 @@ func parseDiag(b []byte) (sock, error) {
 		return sock{}, err
 	}
 	dst, _ := addr(b[24:40])
-	s.state = b[1]
+	s.state, s.family = b[1], b[0]
+	copy(s.id[:], b[4:4+diagIDLen])
 	s.local = netip.AddrPortFrom(src, binary.BigEndian.Uint16(b[4:6]))
 	s.remote = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(b[6:8]))
 	s.rqueue = binary.NativeEndian.Uint32(b[56:60])

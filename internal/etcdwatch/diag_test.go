@@ -2,6 +2,7 @@ package etcdwatch
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -70,6 +71,14 @@ func TestDumpPortsFilters(t *testing.T) {
 				timeouts: r.TCPInfo.Retransmits, retransOut: r.TCPInfo.Retrans, lostOut: r.TCPInfo.Lost,
 				totalRetrans: r.TCPInfo.Total_retrans, ooo: r.TCPInfo.Rcv_ooopack, haveInfo: true,
 			}
+			want.family = m.Family
+			binary.BigEndian.PutUint16(want.id[0:], m.ID.SourcePort)
+			binary.BigEndian.PutUint16(want.id[2:], m.ID.DestinationPort)
+			copy(want.id[4:20], m.ID.Source.To4())
+			copy(want.id[20:36], m.ID.Destination.To4())
+			binary.NativeEndian.PutUint32(want.id[36:], m.ID.Interface)
+			binary.NativeEndian.PutUint32(want.id[40:], m.ID.Cookie[0])
+			binary.NativeEndian.PutUint32(want.id[44:], m.ID.Cookie[1])
 			// Milliseconds since the last ACK move between the two dumps.
 			want.lastAck = s.lastAck
 			if s != want {
@@ -206,6 +215,93 @@ func BenchmarkDump(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := d.dump([]uint16{2379, 2380}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestLookup asks the kernel for sockets a dump found, one by one: each is
+// found as it is now (the bytes received since), and one that does not
+// exist is left out without an error.
+func TestLookup(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	cl, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	d := newDiagSocket()
+	all, err := d.dump([]uint16{port})
+	if err != nil {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	var conns []sock
+	for _, s := range all {
+		if s.state == stateEstablished {
+			conns = append(conns, s)
+		}
+	}
+	if len(conns) != 2 {
+		t.Fatalf("%d established sockets on port %d, want 2: %+v", len(conns), port, all)
+	}
+	if _, err := cl.Write(make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(srv, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	gone := conns[0]
+	gone.id[0]++ // another source port: no such socket
+	got, err := d.lookup(append(conns, gone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("looked up %d sockets, want the 2 that exist: %+v", len(got), got)
+	}
+	for i, s := range got {
+		if s.key() != conns[i].key() {
+			t.Fatalf("lookup %d answered %v, asked for %v", i, s.key(), conns[i].key())
+		}
+		if s.local.Port() == port && s.received != conns[i].received+100 {
+			t.Fatalf("the server end received %d bytes, want %d", s.received, conns[i].received+100)
+		}
+	}
+	// The socket still works for a dump after the lookups.
+	if _, err := d.dump([]uint16{port}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	cl, err := net.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	d := newDiagSocket()
+	all, err := d.dump([]uint16{uint16(ln.Addr().(*net.TCPAddr).Port)})
+	if err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.lookup(all); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -18,8 +18,9 @@ type counts struct{ retrans, ooo uint32 }
 // markEvery: the checker calls it as each check begins, so the look at a
 // stall compares with what the counters were before the stall began (loss
 // of the segment that caused it shows only then: by the look, its
-// retransmission has come and gone). One filtered dump on the checker's
-// own wake-up, by raw system calls; an error leaves no mark.
+// retransmission has come and gone). The connections a dump found within
+// rediscoverEvery are asked for one by one; else a dump finds them. By
+// raw system calls on the checker's own wake-up; an error leaves no mark.
 func (w *Watch) Mark() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -27,8 +28,36 @@ func (w *Watch) Mark() {
 	if n := len(w.marks); n > 0 && now.Sub(w.marks[n-1].at) < markEvery {
 		return
 	}
-	if socks, err := w.dump(); err == nil {
-		w.remember(now, w.etcds(socks))
+	if socks, err := w.markLook(now); err == nil {
+		w.remember(now, socks)
+	}
+}
+
+// markLook returns etcd's connections for a mark: those the last dump
+// found, asked for again (a dump walks the kernel's whole TCP hash table,
+// 0.5-1.5 ms on a busy host; the lookups take microseconds each), or a
+// new dump's once that is rediscoverEvery old.
+func (w *Watch) markLook(now time.Time) ([]sock, error) {
+	if !w.knownAt.IsZero() && now.Sub(w.knownAt) < rediscoverEvery {
+		return w.lookup(w.known)
+	}
+	all, err := w.dump()
+	if err != nil {
+		return nil, err
+	}
+	socks := w.etcds(all)
+	w.learn(now, socks)
+	return socks, nil
+}
+
+// learn keeps etcd's connections to other hosts among socks, a dump's, as
+// what the marks ask for until rediscoverEvery after now.
+func (w *Watch) learn(now time.Time, socks []sock) {
+	w.known, w.knownAt = w.known[:0], now
+	for _, s := range socks {
+		if offHost(s) {
+			w.known = append(w.known, s)
+		}
 	}
 }
 

@@ -11,10 +11,12 @@ import (
 
 // diagSocket is a NETLINK_SOCK_DIAG socket kept open and asked by raw
 // system calls, as the daemon's other periodic I/O is (internal/quietio):
-// a look costs a send and a few receives, no socket set-up, and does not
-// wake Go's sysmon thread. A dump is answered synchronously by the kernel
-// (the first part on send, the rest on each receive), so the receives
-// never wait (MSG_DONTWAIT: a missing part is an error, not a hang).
+// a look costs a send and a few receives, no socket set-up. A dump, or a
+// lookup of one socket, is answered synchronously by the kernel (the first
+// part on send, the rest on each receive), so the receives never wait
+// (MSG_DONTWAIT: a missing part is an error, not a hang). A dump's cost is
+// the kernel's walk of its whole TCP hash table (BenchmarkDump); a
+// lookup's, a hash lookup (BenchmarkLookup).
 type diagSocket struct {
 	fd  int // -1: not open
 	seq uint32
@@ -29,23 +31,16 @@ func (d *diagSocket) dump(ports []uint16) ([]sock, error) {
 	if len(ports) == 0 || len(ports) > maxPorts {
 		return nil, fmt.Errorf("%d etcd ports: 1-%d", len(ports), maxPorts)
 	}
-	if d.fd < 0 {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-		if err != nil {
-			return nil, fmt.Errorf("sock_diag socket: %w", err)
-		}
-		d.fd = fd
+	if err := d.open(); err != nil {
+		return nil, err
 	}
 	filter := portFilter(ports)
 	var out []sock
 	for _, fam := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		d.seq++
-		got, err := d.dumpFamily(diagRequest(fam, d.seq, filter), d.seq)
+		got, err := d.dumpFamily(diagRequest(fam, d.seq, filter), d.seq, false)
 		if err != nil {
-			// Whatever is left unread would answer the next request:
-			// start again on a new socket.
-			_ = unix.Close(d.fd)
-			d.fd = -1
+			d.reset()
 			return nil, fmt.Errorf("sock_diag (family %d): %w", fam, err)
 		}
 		out = append(out, got...)
@@ -53,12 +48,58 @@ func (d *diagSocket) dump(ports []uint16) ([]sock, error) {
 	return out, nil
 }
 
+// lookup asks for each of socks again, alone (lookupRequest: a hash
+// lookup each, not a walk of the whole table), and returns those still
+// there as they are now.
+func (d *diagSocket) lookup(socks []sock) ([]sock, error) {
+	if err := d.open(); err != nil {
+		return nil, err
+	}
+	var out []sock
+	for _, s := range socks {
+		d.seq++
+		got, err := d.dumpFamily(lookupRequest(s, d.seq), d.seq, true)
+		switch {
+		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESTALE):
+			// Closed, or its 4-tuple reused by a new connection (the
+			// cookie differs): gone.
+		case err != nil:
+			d.reset()
+			return nil, fmt.Errorf("sock_diag lookup of %s: %w", s.remote, err)
+		default:
+			out = append(out, got...)
+		}
+	}
+	return out, nil
+}
+
+func (d *diagSocket) open() error {
+	if d.fd >= 0 {
+		return nil
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+	if err != nil {
+		return fmt.Errorf("sock_diag socket: %w", err)
+	}
+	d.fd = fd
+	return nil
+}
+
+// reset closes the socket after a failed request: whatever is left unread
+// would answer the next one. The next request opens a new socket.
+func (d *diagSocket) reset() {
+	_ = unix.Close(d.fd)
+	d.fd = -1
+}
+
 var (
 	errInterrupted = errors.New("dump interrupted by a change: incomplete")
 	errNoAnswer    = errors.New("no answer")
 )
 
-func (d *diagSocket) dumpFamily(req []byte, seq uint32) ([]sock, error) {
+// dumpFamily sends req and reads its answer: a dump's, up to NLMSG_DONE;
+// a lone one's (a lookup), one message.
+func (d *diagSocket) dumpFamily(req []byte, seq uint32, lone bool) ([]sock, error) {
 	var to unix.RawSockaddrNetlink
 	to.Family = unix.AF_NETLINK
 	if _, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(d.fd), uintptr(unsafe.Pointer(&req[0])), uintptr(len(req)), 0,
@@ -76,7 +117,7 @@ func (d *diagSocket) dumpFamily(req []byte, seq uint32) ([]sock, error) {
 			return nil, e
 		}
 		done, err := readDump(d.buf[:n], seq, func(s sock) { out = append(out, s) })
-		if err != nil || done {
+		if err != nil || done || lone && len(out) > 0 {
 			return out, err
 		}
 	}

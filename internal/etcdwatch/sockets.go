@@ -27,6 +27,11 @@ type sock struct {
 	totalRetrans, ooo   uint32
 	lastAck             time.Duration // since the peer last acknowledged anything
 	haveInfo            bool          // the kernel gave tcp_info
+	// family and id: the socket as the kernel named it (struct
+	// inet_diag_sockid, its cookie included), to ask for it again alone
+	// (diagSocket.lookup).
+	family uint8
+	id     [diagIDLen]byte
 }
 
 // key names a connection across two looks.

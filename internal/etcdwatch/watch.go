@@ -18,12 +18,16 @@ import (
 // loss: moving helps there); and how often a check begins with a mark (a
 // dump walks the kernel's whole TCP hash table, about 0.5 ms here: every
 // 3 s keeps one within the window at any stall, for a sixth of the cost
-// of a mark at each check).
+// of a mark at each check); and how long the connections a dump found are
+// what a mark asks for, one by one (a hash lookup each, not a walk of the
+// table: a connection etcd opens meanwhile has no mark until the next
+// dump, its loss still seen at a stall by its counters of now).
 const (
-	unreadGap   = 100 * time.Millisecond
-	lossWindow  = 5 * time.Second
-	ackedWithin = time.Second
-	markEvery   = 3 * time.Second
+	unreadGap       = 100 * time.Millisecond
+	lossWindow      = 5 * time.Second
+	ackedWithin     = time.Second
+	markEvery       = 3 * time.Second
+	rediscoverEvery = 30 * time.Second
 )
 
 // Watch looks at the sockets of etcd on this host. Its zero value is not
@@ -33,6 +37,7 @@ type Watch struct {
 	gap    time.Duration
 	window time.Duration
 	dump   func() ([]sock, error)
+	lookup func([]sock) ([]sock, error) // the same sockets again, as they are now
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error
 
@@ -40,6 +45,8 @@ type Watch struct {
 	marks   []mark    // loss counters at the last looks within the window, oldest first
 	lossAt  time.Time // when a look last saw loss
 	lossWhy string
+	known   []sock    // etcd's connections to other hosts at the last dump
+	knownAt time.Time // that dump's time; zero: none yet
 }
 
 // New watches etcd listening on ports (its client and peer ports, 2379 and
@@ -51,6 +58,7 @@ func New(ports []uint16) *Watch {
 	}
 	diag := newDiagSocket()
 	w.dump = func() ([]sock, error) { return diag.dump(w.ports) }
+	w.lookup = diag.lookup
 	return w
 }
 
@@ -84,6 +92,7 @@ func (w *Watch) NetworkStall(ctx context.Context) (bool, string) {
 		return false, err.Error()
 	}
 	socks := w.etcds(first)
+	w.learn(w.now(), socks)
 	if !slices.ContainsFunc(socks, func(s sock) bool { return s.state == stateListen && w.local(s) }) {
 		return false, "no etcd listens on this host on ports " + w.portList()
 	}

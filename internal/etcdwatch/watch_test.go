@@ -20,9 +20,24 @@ var (
 
 // table is a socket table the test changes between looks.
 type table struct {
-	socks []sock
-	dumps int
-	after func(*table) // runs after each dump: what changes during the gap
+	socks   []sock
+	dumps   int
+	lookups int          // sockets asked for one by one
+	after   func(*table) // runs after each dump: what changes during the gap
+}
+
+// lookup returns those of socks still in the table, as they are now.
+func (tb *table) lookup(socks []sock) ([]sock, error) {
+	var out []sock
+	for _, s := range socks {
+		tb.lookups++
+		for _, now := range tb.socks {
+			if now.key() == s.key() {
+				out = append(out, now)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (tb *table) dump() ([]sock, error) {
@@ -44,7 +59,7 @@ func conn(local, remote netip.AddrPort) sock {
 
 func newTestWatch(tb *table, now *time.Time) *Watch {
 	w := New([]uint16{2379, 2380})
-	w.dump = tb.dump
+	w.dump, w.lookup = tb.dump, tb.lookup
 	w.now = func() time.Time { return *now }
 	w.sleep = func(context.Context, time.Duration) error { *now = now.Add(w.gap); return nil }
 	return w
@@ -147,6 +162,47 @@ func TestLossSinceMarks(t *testing.T) {
 	tb.socks = []sock{listener(etcdClient), c}
 	if got, why := w.NetworkStall(context.Background()); got {
 		t.Fatalf("counters grew since looks 6 s and more ago, beyond the window: %v %q", got, why)
+	}
+}
+
+// TestMarksLookUpWhatADumpFound: a mark asks for the connections to other
+// hosts the last dump found, one by one, until that dump is
+// rediscoverEvery old; then a dump finds them again (a connection opened
+// meanwhile, marked from then on).
+func TestMarksLookUpWhatADumpFound(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := conn(etcdPeer, peer)
+	c.totalRetrans = 7
+	tb := &table{socks: []sock{listener(etcdClient), c, conn(loopEtcd, apiserver)}}
+	w := newTestWatch(tb, &now)
+	w.Mark() // the first: a dump
+	now = now.Add(markEvery)
+	c.totalRetrans = 8
+	tb.socks[1] = c
+	w.Mark() // a lookup of the one connection to another host
+	if tb.dumps != 1 || tb.lookups != 1 {
+		t.Fatalf("%d dumps, %d lookups; want 1 and 1 (the loopback connection is not marked)", tb.dumps, tb.lookups)
+	}
+	if got := w.marks[1].counts[c.key()].retrans; got != 8 {
+		t.Fatalf("the lookup's mark has %d retransmissions, want 8 (as the connection is now)", got)
+	}
+	other := conn(netip.MustParseAddrPort("192.0.2.11:41000"), netip.MustParseAddrPort("192.0.2.13:2380"))
+	tb.socks = append(tb.socks, other)
+	now = now.Add(rediscoverEvery)
+	w.Mark()
+	if tb.dumps != 2 {
+		t.Fatalf("%d dumps %v after the first, want 2", tb.dumps, rediscoverEvery+markEvery)
+	}
+	if _, ok := w.marks[len(w.marks)-1].counts[other.key()]; !ok {
+		t.Fatal("the connection opened meanwhile is not in the new dump's mark")
+	}
+	// A stall's dump is a dump too: the next mark looks up what it found.
+	now = now.Add(markEvery)
+	w.NetworkStall(context.Background())
+	now = now.Add(markEvery)
+	w.Mark()
+	if tb.dumps != 3 || tb.lookups != 3 {
+		t.Fatalf("%d dumps, %d lookups; want 3 and 3 (the mark after the stall's dump looked up two)", tb.dumps, tb.lookups)
 	}
 }
 
