@@ -18,7 +18,7 @@ const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY
 	diagReqLen       = 56 // struct inet_diag_req_v2
 	diagMsgLen       = 72 // struct inet_diag_msg
-	diagIDLen        = 48 // struct inet_diag_sockid, at 4 in both the request and the message
+	diagIDLen        = 48 // struct inet_diag_sockid: at 8 in the request, at 4 in the message
 	diagInfo         = 2  // INET_DIAG_INFO: struct tcp_info
 	diagReqBytecode  = 1  // INET_DIAG_REQ_BYTECODE
 	bcJump           = 1  // INET_DIAG_BC_JMP: always goes by "no"
@@ -43,8 +43,9 @@ func diagRequest(family uint8, seq uint32, filter []byte) []byte {
 
 // lookupRequest asks for one socket, named as a dump named it (its cookie
 // included): the kernel looks it up in its hash table instead of walking
-// the table (inet_diag_find_one_icsk), and answers with one message, or an
-// error when it is gone (ENOENT) or another has its 4-tuple (ESTALE).
+// the table (inet_diag_find_one_icsk), and answers with one message, or
+// one error: ENOENT when it is gone, its 4-tuple unused or reused by
+// another connection (the cookie differs; before Linux 4.4, ESTALE).
 func lookupRequest(s sock, seq uint32) []byte {
 	b := diagHeader(unix.NLMSG_HDRLEN+diagReqLen, s.family, seq, unix.NLM_F_REQUEST)
 	copy(b[unix.NLMSG_HDRLEN+8:], s.id[:])

@@ -2,11 +2,13 @@ package etcdwatch
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -262,7 +264,15 @@ func TestLookup(t *testing.T) {
 	}
 	gone := conns[0]
 	gone.id[0]++ // another source port: no such socket
-	got, err := d.lookup(append(conns, gone))
+	reused := conns[1]
+	reused.id[40]++ // the same 4-tuple, another cookie: a connection since reused
+	server := conns[0]
+	if server.local.Port() != port {
+		server = conns[1]
+	}
+	fallback := server
+	fallback.id[2]++ // another remote port: the kernel falls back to the listener, the cookie says no
+	got, err := d.lookup(append(slices.Clone(conns), gone, reused, fallback))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,9 +287,51 @@ func TestLookup(t *testing.T) {
 			t.Fatalf("the server end received %d bytes, want %d", s.received, conns[i].received+100)
 		}
 	}
-	// The socket still works for a dump after the lookups.
-	if _, err := d.dump([]uint16{port}); err != nil {
+	// Nothing left unread behind the answers, the errors' included.
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(d.fd), uintptr(unsafe.Pointer(&d.buf[0])), uintptr(len(d.buf)),
+		unix.MSG_DONTWAIT, 0, 0)
+	if e != unix.EAGAIN {
+		t.Fatalf("after the lookups the socket had more: %d bytes, %v", n, e)
+	}
+}
+
+// TestLookupV4Mapped: a dual-stack listener's end of an IPv4 connection is
+// an AF_INET6 socket with v4-mapped addresses; looked up as the dump named
+// it, it is found.
+func TestLookupV4Mapped(t *testing.T) {
+	ln, err := net.Listen("tcp", "[::]:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer ln.Close()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	cl, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer cl.Close()
+	srv, err := ln.Accept()
+	if err != nil {
 		t.Fatal(err)
+	}
+	defer srv.Close()
+	d := newDiagSocket()
+	all, err := d.dump([]uint16{port})
+	if err != nil {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	var mapped []sock
+	for _, s := range all {
+		if s.state == stateEstablished && s.family == unix.AF_INET6 && s.local.Port() == port {
+			mapped = append(mapped, s)
+		}
+	}
+	if len(mapped) != 1 {
+		t.Fatalf("%d AF_INET6 server ends, want 1: %+v", len(mapped), all)
+	}
+	got, err := d.lookup(mapped)
+	if err != nil || len(got) != 1 || got[0].key() != mapped[0].key() {
+		t.Fatalf("lookup of the v4-mapped server end: %+v, %v", got, err)
 	}
 }
 

@@ -25,8 +25,10 @@
 //
 // The kernel filters the table by etcd's ports (bytecode, as ss(8) does),
 // so a busy node's other sockets cost nothing to parse; it still walks its
-// whole TCP hash table (about 0.5 ms here), so the table is read only at a
-// mark (on the checker's own wake-up, every 3 s at most) and at a stall,
-// never on a timer of its own, over one netlink socket kept open and by
-// raw system calls.
+// whole TCP hash table (0.5-1.5 ms here), so the table is dumped only at a
+// stall and when a mark needs it: a mark (on the checker's own wake-up,
+// every 3 s at most) asks for the connections the last dump found one by
+// one (a hash lookup each), and dumps when that dump is 30 s old or one
+// of them is gone (etcd redialled). Never on a timer of its own, over one
+// netlink socket kept open and by raw system calls.
 package etcdwatch

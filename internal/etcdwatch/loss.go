@@ -35,11 +35,15 @@ func (w *Watch) Mark() {
 
 // markLook returns etcd's connections for a mark: those the last dump
 // found, asked for again (a dump walks the kernel's whole TCP hash table,
-// 0.5-1.5 ms on a busy host; the lookups take microseconds each), or a
-// new dump's once that is rediscoverEvery old.
+// 0.5-1.5 ms on a busy host; the lookups take microseconds each); a new
+// dump's once that is rediscoverEvery old, or one of them is gone (etcd
+// redialled: its new connections need a mark before the next stall).
 func (w *Watch) markLook(now time.Time) ([]sock, error) {
-	if !w.knownAt.IsZero() && now.Sub(w.knownAt) < rediscoverEvery {
-		return w.lookup(w.known)
+	if !w.knownAt.IsZero() && now.Sub(w.knownAt) < rediscoverEvery && len(w.known) <= lookupAtMost {
+		got, err := w.lookup(w.known)
+		if err != nil || countOffHost(got) == len(w.known) {
+			return got, err
+		}
 	}
 	all, err := w.dump()
 	if err != nil {
@@ -73,6 +77,18 @@ func (w *Watch) remember(now time.Time, socks []sock) {
 	for len(w.marks) > 0 && now.Sub(w.marks[0].at) > w.window {
 		w.marks = w.marks[1:]
 	}
+}
+
+// countOffHost counts socks that are offHost (a lookup finds a connection
+// closed since in TIME_WAIT, without tcp_info: gone as far as a mark goes).
+func countOffHost(socks []sock) int {
+	n := 0
+	for _, s := range socks {
+		if offHost(s) {
+			n++
+		}
+	}
+	return n
 }
 
 // offHost says whether s is an established connection to another host,

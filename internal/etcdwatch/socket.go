@@ -62,7 +62,7 @@ func (d *diagSocket) lookup(socks []sock) ([]sock, error) {
 		switch {
 		case errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESTALE):
 			// Closed, or its 4-tuple reused by a new connection (the
-			// cookie differs): gone.
+			// cookie differs: ENOENT, ESTALE before Linux 4.4): gone.
 		case err != nil:
 			d.reset()
 			return nil, fmt.Errorf("sock_diag lookup of %s: %w", s.remote, err)

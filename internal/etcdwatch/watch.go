@@ -20,14 +20,17 @@ import (
 // 3 s keeps one within the window at any stall, for a sixth of the cost
 // of a mark at each check); and how long the connections a dump found are
 // what a mark asks for, one by one (a hash lookup each, not a walk of the
-// table: a connection etcd opens meanwhile has no mark until the next
-// dump, its loss still seen at a stall by its counters of now).
+// table) before it dumps again — or sooner: when one of those is gone,
+// etcd redialled (loss makes it redial its peers) and the new connections
+// are found at once; one opened beside them is marked from the next dump.
+// Past lookupAtMost connections, a dump is the cheaper.
 const (
 	unreadGap       = 100 * time.Millisecond
 	lossWindow      = 5 * time.Second
 	ackedWithin     = time.Second
 	markEvery       = 3 * time.Second
 	rediscoverEvery = 30 * time.Second
+	lookupAtMost    = 64
 )
 
 // Watch looks at the sockets of etcd on this host. Its zero value is not

@@ -2,6 +2,7 @@ package etcdwatch
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
@@ -20,14 +21,18 @@ var (
 
 // table is a socket table the test changes between looks.
 type table struct {
-	socks   []sock
-	dumps   int
-	lookups int          // sockets asked for one by one
-	after   func(*table) // runs after each dump: what changes during the gap
+	socks     []sock
+	dumps     int
+	lookups   int          // sockets asked for one by one
+	lookupErr error        // what a lookup fails with
+	after     func(*table) // runs after each dump: what changes during the gap
 }
 
 // lookup returns those of socks still in the table, as they are now.
 func (tb *table) lookup(socks []sock) ([]sock, error) {
+	if tb.lookupErr != nil {
+		return nil, tb.lookupErr
+	}
 	var out []sock
 	for _, s := range socks {
 		tb.lookups++
@@ -203,6 +208,39 @@ func TestMarksLookUpWhatADumpFound(t *testing.T) {
 	w.Mark()
 	if tb.dumps != 3 || tb.lookups != 3 {
 		t.Fatalf("%d dumps, %d lookups; want 3 and 3 (the mark after the stall's dump looked up two)", tb.dumps, tb.lookups)
+	}
+}
+
+// TestMarkDumpsWhenAConnectionIsGone: etcd redialled (a known connection
+// closed, a new one open): the mark dumps at once and marks the new one; a
+// lookup that fails leaves no mark and asks again at the next check.
+func TestMarkDumpsWhenAConnectionIsGone(t *testing.T) {
+	now := time.Unix(1000, 0)
+	old := conn(etcdPeer, peer)
+	tb := &table{socks: []sock{listener(etcdClient), old}}
+	w := newTestWatch(tb, &now)
+	w.Mark()
+	redialled := conn(etcdPeer, netip.MustParseAddrPort("192.0.2.12:40001"))
+	tb.socks = []sock{listener(etcdClient), redialled}
+	now = now.Add(markEvery)
+	w.Mark()
+	if tb.dumps != 2 || tb.lookups != 1 {
+		t.Fatalf("%d dumps, %d lookups; want 2 and 1: the lookup found the old connection gone", tb.dumps, tb.lookups)
+	}
+	if _, ok := w.marks[1].counts[redialled.key()]; !ok {
+		t.Fatal("the redialled connection has no mark")
+	}
+	tb.lookupErr = errors.New("sock_diag: no buffer space")
+	now = now.Add(markEvery)
+	w.Mark()
+	if len(w.marks) != 2 || tb.dumps != 2 {
+		t.Fatalf("a failed lookup: %d marks, %d dumps; want 2 and 2 (no mark, no dump)", len(w.marks), tb.dumps)
+	}
+	tb.lookupErr = nil
+	now = now.Add(time.Second) // the next check
+	w.Mark()
+	if last := w.marks[len(w.marks)-1].at; !last.Equal(now) {
+		t.Fatalf("the latest mark at %v after the lookup works again, want one now (%v)", last, now)
 	}
 }
 
