@@ -78,11 +78,11 @@ func TestKubeadmBGP(t *testing.T) {
 			return k.routedVia(allNodes...)()
 		}
 	}
-	t.Run("certs renew and apiserver restart", func(t *testing.T) {
+	k.run(t, "certs renew and apiserver restart", func(t *testing.T) {
 		k.renewAndRestart(t, probe, nil, 0, "BGP: n1's apiserver restarted by the kubelet after kubeadm certs renew (no shutdown delay)",
 			cost{failed: 6, why: "the refused check demotes n1's route at once; requests the router still sends n1 until then: 0-4 measured, + 2"}, steady(0))
 	})
-	t.Run("apiserver restart with shutdown-delay-duration", func(t *testing.T) {
+	k.run(t, "apiserver restart with shutdown-delay-duration", func(t *testing.T) {
 		if err := k.kc.SetAPIServerFlag(0, "shutdown-delay-duration", "5s"); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestKubeadmBGP(t *testing.T) {
 		k.renewAndRestart(t, probe, nil, 0, "BGP: n1's apiserver restarted by the kubelet after kubeadm certs renew, shutdown-delay-duration 5s",
 			cost{failed: 2, why: "the drain withdraws n1's route while its port still serves: 0-1 measured, + 1"}, steady(0))
 	})
-	t.Run("our container SIGKILLed", func(t *testing.T) {
+	k.run(t, "our container SIGKILLed", func(t *testing.T) {
 		var restarted func() error
 		k.event(t, probe, nil, "BGP: our container SIGKILLed on n2, restarted by the kubelet",
 			cost{failed: 3, why: "n2's route leaves with its BGP session and comes back: connections ECMP re-hashes meanwhile, 0-2 measured, + 1"}, func() {
@@ -102,7 +102,7 @@ func TestKubeadmBGP(t *testing.T) {
 				}
 			}, all(func() error { return restarted() }, steady(1)))
 	})
-	t.Run("node powered off and on", func(t *testing.T) {
+	k.run(t, "node powered off and on", func(t *testing.T) {
 		k.event(t, probe, nil, "BGP: n3 powered off (every process killed, link down, kernel state lost)",
 			cost{failed: 3, why: "BFD takes n3's route away in 0.9 s: a request in flight to it, 1 measured, + 2"},
 			func() { k.powerOff(t, 2) }, k.routedVia(0, 1))

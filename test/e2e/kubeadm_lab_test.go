@@ -54,6 +54,16 @@ func (f *failures) fatalf(t testing.TB, format string, args ...any) {
 	t.FailNow()
 }
 
+// run is t.Run that keeps the subtest's name when it fails (a t.Fatal in
+// a helper, not only the events' checks).
+func (k *kubeLab) run(t *testing.T, name string, f func(t *testing.T)) {
+	if !t.Run(name, f) {
+		k.failed.mu.Lock()
+		k.failed.msgs = append(k.failed.msgs, t.Name()+"/"+name+": failed (its lines above)")
+		k.failed.mu.Unlock()
+	}
+}
+
 // sayAgain is a cleanup registered before the lab's: it runs last.
 func (f *failures) sayAgain(t testing.TB) func() {
 	return func() {

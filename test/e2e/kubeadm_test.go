@@ -78,16 +78,16 @@ func TestKubeadmL2(t *testing.T) {
 	k := newKubeLab(t, 3, lab.KubeOptions{})
 	k.bootstrap(t, ourPodArgs)
 	probe, hm := k.watch(t)
-	t.Run("least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })
+	k.run(t, "least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })
 	steady := k.steady(t)
-	t.Run("certs renew and apiserver restart", func(t *testing.T) {
+	k.run(t, "certs renew and apiserver restart", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		k.renewAndRestart(t, probe, hm, h, "holder's apiserver restarted by the kubelet after kubeadm certs renew (manifest out and back, no shutdown delay)",
 			cost{failed: 7, double: makeBeforeBreak, why: "the port closes, the refused check hands over at once: the handover skew (61 ms) and the neighbours' switch, 3-4 requests at 20 ms; the bench's p95 of 10 trials (11 at its 10 ms client) is 6 here, + 1"}, steady(h))
 	})
-	t.Run("kubeadm upgrade apply to the same version", func(t *testing.T) { k.upgradeApply(t, probe, hm, steady) })
-	t.Run("systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
-	t.Run("our pod removed", func(t *testing.T) {
+	k.run(t, "kubeadm upgrade apply to the same version", func(t *testing.T) { k.upgradeApply(t, probe, hm, steady) })
+	k.run(t, "systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
+	k.run(t, "our pod removed", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		k.event(t, probe, hm, "our manifest removed from the holder (graceful handover)",
 			cost{failed: 2, double: makeBeforeBreak, why: "make before break: the one request in flight as the neighbours switch MAC, + 1 for a connection opened in the same millisecond"}, func() {
@@ -105,7 +105,7 @@ func TestKubeadmL2(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Run("our container SIGKILLed", func(t *testing.T) {
+	k.run(t, "our container SIGKILLed", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		var restarted func() error
 		k.event(t, probe, hm, "our container SIGKILLed on the holder, restarted by the kubelet",
@@ -117,7 +117,7 @@ func TestKubeadmL2(t *testing.T) {
 				}
 			}, all(func() error { return restarted() }, steady(h)))
 	})
-	t.Run("apiserver restart with shutdown-delay-duration", func(t *testing.T) {
+	k.run(t, "apiserver restart with shutdown-delay-duration", func(t *testing.T) {
 		// As after editing apiServer.extraArgs; an operator goes node by
 		// node, the test does all three at once (not measured: only the
 		// restart after it is).
@@ -135,7 +135,7 @@ func TestKubeadmL2(t *testing.T) {
 		k.renewAndRestart(t, probe, hm, h, "holder's apiserver restarted by the kubelet after kubeadm certs renew, shutdown-delay-duration 5s",
 			cost{failed: 2, double: makeBeforeBreak, why: "the drain hands over while the port still serves: 0-1 measured (a connection opened just as the VIP moved), + 1"}, steady(h))
 	})
-	t.Run("holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
+	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	// A resigning master keeps the VIP 100 ms after its successor's first
 	// advertisement (make before break, docs/vrrp.md): the sampler sees
 	// that as a sample or two at a time; anything longer is a second holder.
@@ -254,27 +254,27 @@ func TestKubeadmSystemdL2(t *testing.T) {
 	h := k.waitHolder(t, time.Minute)
 	k.svc.waitJournal(t, h, installed, 30*time.Second, "Spreading new connections to the VIP over the apiservers", "backends=3")
 	probe, hm := k.watch(t)
-	t.Run("least privilege", func(t *testing.T) {
+	k.run(t, "least privilege", func(t *testing.T) {
 		for i := range k.kc.Nodes {
 			k.svc.checkSandbox(t, i)
 		}
 	})
 	steady := k.steady(t)
-	t.Run("kubeadm upgrade apply to the same version", func(t *testing.T) { k.upgradeApply(t, probe, hm, steady) })
-	t.Run("systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
-	t.Run("systemctl kill -s KILL novaedge-cpvip", func(t *testing.T) {
+	k.run(t, "kubeadm upgrade apply to the same version", func(t *testing.T) { k.upgradeApply(t, probe, hm, steady) })
+	k.run(t, "systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
+	k.run(t, "systemctl kill -s KILL novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		k.event(t, probe, hm, "our service SIGKILLed on the holder, restarted by systemd",
 			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second,
 				why: "the kernel keeps the VIP while our daemon is dead and the restarted daemon resumes as master (docs/vrrp.md#resuming-after-a-kill); spreading is on: " + spreadKillWhy + "; watched 5 s"},
 			func() { k.svc.killHard(t, h) }, steady(h))
 	})
-	t.Run("systemctl restart novaedge-cpvip", func(t *testing.T) {
+	k.run(t, "systemctl restart novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
 		k.event(t, probe, hm, "systemctl restart novaedge-cpvip on the holder", cost{failed: handover, double: makeBeforeBreak, why: handoverWhy},
 			func() { k.svc.sh(t, h, "systemctl restart novaedge-cpvip") }, all(k.heldElsewhere(t, h), k.running(h, true)))
 	})
-	t.Run("holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
+	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	t.Logf("FIGURE kubeadm systemd L2 whole test: two holders %s in all, %s at most at a time",
 		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))
 }
