@@ -20,20 +20,11 @@ import (
 func TestDumpPortsFilters(t *testing.T) {
 	var ports []uint16
 	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		port, c, _ := loopbackConn(t, "tcp4", "127.0.0.1:0")
 		if _, err := c.Write([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		ports = append(ports, uint16(ln.Addr().(*net.TCPAddr).Port))
+		ports = append(ports, port)
 	}
 	got, err := newDiagSocket().dump(ports[:1])
 	if err != nil {
@@ -50,10 +41,8 @@ func TestDumpPortsFilters(t *testing.T) {
 			conns++
 		}
 	}
-	// The listener; the client's end and, once accepted or not, the
-	// server's end (an unaccepted one is in the listener's queue, not a
-	// socket of its own: at least the client's).
-	if listen != 1 || conns < 1 {
+	// The listener and both ends of the accepted connection.
+	if listen != 1 || conns != 2 {
 		t.Fatalf("port %d: %d listeners, %d connections: %+v", ports[0], listen, conns, got)
 	}
 	lib, err := netlink.SocketDiagTCPInfo(unix.AF_INET)
@@ -226,27 +215,8 @@ func BenchmarkDump(b *testing.B) {
 // found as it is now (the bytes received since), and one that does not
 // exist is left out without an error.
 func TestLookup(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	cl, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	d := newDiagSocket()
-	all, err := d.dump([]uint16{port})
-	if err != nil {
-		t.Skipf("no sock_diag here: %v", err)
-	}
+	port, cl, srv := loopbackConn(t, "tcp4", "127.0.0.1:0")
+	d, all := dumpPort(t, port)
 	var conns []sock
 	for _, s := range all {
 		if s.state == stateEstablished {
@@ -299,27 +269,8 @@ func TestLookup(t *testing.T) {
 // an AF_INET6 socket with v4-mapped addresses; looked up as the dump named
 // it, it is found.
 func TestLookupV4Mapped(t *testing.T) {
-	ln, err := net.Listen("tcp", "[::]:0")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	cl, err := net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		t.Skip(err)
-	}
-	defer cl.Close()
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	d := newDiagSocket()
-	all, err := d.dump([]uint16{port})
-	if err != nil {
-		t.Skipf("no sock_diag here: %v", err)
-	}
+	port, _, _ := loopbackConn(t, "tcp", "[::]:0") // dialled at 127.0.0.1
+	d, all := dumpPort(t, port)
 	var mapped []sock
 	for _, s := range all {
 		if s.state == stateEstablished && s.family == unix.AF_INET6 && s.local.Port() == port {
@@ -336,25 +287,45 @@ func TestLookupV4Mapped(t *testing.T) {
 }
 
 func BenchmarkLookup(b *testing.B) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	cl, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	d := newDiagSocket()
-	all, err := d.dump([]uint16{uint16(ln.Addr().(*net.TCPAddr).Port)})
-	if err != nil {
-		b.Skip(err)
-	}
+	port, _, _ := loopbackConn(b, "tcp4", "127.0.0.1:0")
+	d, all := dumpPort(b, port)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := d.lookup(all); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// loopbackConn listens on network's address and dials it at 127.0.0.1:
+// the port and both ends of one connection, closed at the test's end.
+func loopbackConn(t testing.TB, network, address string) (port uint16, cl, srv net.Conn) {
+	t.Helper()
+	ln, err := net.Listen(network, address)
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	port = uint16(ln.Addr().(*net.TCPAddr).Port)
+	if cl, err = net.Dial("tcp4", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if srv, err = ln.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return port, cl, srv
+}
+
+// dumpPort dumps the sockets on port through a new diagSocket, skipping
+// the test where sock_diag is refused.
+func dumpPort(t testing.TB, port uint16) (*diagSocket, []sock) {
+	t.Helper()
+	d := newDiagSocket()
+	all, err := d.dump([]uint16{port})
+	if err != nil {
+		t.Skipf("no sock_diag here: %v", err)
+	}
+	return d, all
 }

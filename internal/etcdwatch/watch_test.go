@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -259,22 +258,7 @@ func TestNoMarkNoGrowth(t *testing.T) {
 // TestRealSockets reads this process's own sockets: a listener on a
 // loopback port, and a connection to it whose server end reads nothing.
 func TestRealSockets(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := uint16(ln.Addr().(*net.TCPAddr).Port)
-	cl, err := net.Dial("tcp4", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	port, cl, srv := loopbackConn(t, "tcp4", "127.0.0.1:0")
 	if _, err := cl.Write(make([]byte, 300)); err != nil {
 		t.Fatal(err)
 	}
