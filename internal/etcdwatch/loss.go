@@ -36,13 +36,14 @@ func (w *Watch) Mark() {
 // markLook returns etcd's connections for a mark: those the last dump
 // found, asked for again (a dump walks the kernel's whole TCP hash table,
 // 0.5-1.5 ms on a busy host; the lookups take microseconds each); a new
-// dump's once that is rediscoverEvery old, or one of them is gone (etcd
-// redialled: its new connections need a mark before the next stall).
+// dump's once that is w.redumpAfter() old, one of them is gone (etcd
+// redialled: its new connections need a mark before the next stall), or
+// the lookups failed.
 func (w *Watch) markLook(now time.Time) ([]sock, error) {
-	if !w.knownAt.IsZero() && now.Sub(w.knownAt) < rediscoverEvery && len(w.known) <= lookupAtMost {
+	if !w.knownAt.IsZero() && now.Sub(w.knownAt) < w.redumpAfter() && len(w.known) <= lookupAtMost {
 		got, err := w.lookup(w.known)
-		if err != nil || countOffHost(got) == len(w.known) {
-			return got, err
+		if err == nil && countOffHost(got) == len(w.known) {
+			return got, nil
 		}
 	}
 	all, err := w.dump()
@@ -54,14 +55,30 @@ func (w *Watch) markLook(now time.Time) ([]sock, error) {
 	return socks, nil
 }
 
+// redumpAfter is how long the last dump's connections serve the marks:
+// rediscoverEvery; while it found none to another host, markEvery doubled
+// at each such dump up to that (etcd starting, restarting or not yet
+// joined by its peers: its connections must have marks soon after they
+// open; a host without etcd settles at a dump every rediscoverEvery).
+func (w *Watch) redumpAfter() time.Duration {
+	if len(w.known) > 0 {
+		return rediscoverEvery
+	}
+	return min(rediscoverEvery, markEvery<<min(w.emptyDumps-1, 4))
+}
+
 // learn keeps etcd's connections to other hosts among socks, a dump's, as
-// what the marks ask for until rediscoverEvery after now.
+// what the marks ask for until redumpAfter.
 func (w *Watch) learn(now time.Time, socks []sock) {
+	w.emptyDumps++
 	w.known, w.knownAt = w.known[:0], now
 	for _, s := range socks {
 		if offHost(s) {
 			w.known = append(w.known, s)
 		}
+	}
+	if len(w.known) > 0 {
+		w.emptyDumps = 0
 	}
 }
 

@@ -15,10 +15,8 @@ import (
 // next, and how far back a mark counts (the check after a hung one comes
 // within a second); how recently a losing connection must have had an
 // acknowledgement to count as lossy rather than cut (a partition is no
-// loss: moving helps there); and how often a check begins with a mark (a
-// dump walks the kernel's whole TCP hash table, about 0.5 ms here: every
-// 3 s keeps one within the window at any stall, for a sixth of the cost
-// of a mark at each check); and how long the connections a dump found are
+// loss: moving helps there); and how often a check begins with a mark
+// (every 3 s keeps one within the window at any stall); and how long the connections a dump found are
 // what a mark asks for, one by one (a hash lookup each, not a walk of the
 // table) before it dumps again — or sooner: when one of those is gone,
 // etcd redialled (loss makes it redial its peers) and the new connections
@@ -44,12 +42,13 @@ type Watch struct {
 	now    func() time.Time
 	sleep  func(context.Context, time.Duration) error
 
-	mu      sync.Mutex
-	marks   []mark    // loss counters at the last looks within the window, oldest first
-	lossAt  time.Time // when a look last saw loss
-	lossWhy string
-	known   []sock    // etcd's connections to other hosts at the last dump
-	knownAt time.Time // that dump's time; zero: none yet
+	mu         sync.Mutex
+	marks      []mark    // loss counters at the last looks within the window, oldest first
+	lossAt     time.Time // when a look last saw loss
+	lossWhy    string
+	known      []sock    // etcd's connections to other hosts at the last dump
+	knownAt    time.Time // that dump's time; zero: none yet
+	emptyDumps int       // dumps in a row that found none (redumpAfter)
 }
 
 // New watches etcd listening on ports (its client and peer ports, 2379 and

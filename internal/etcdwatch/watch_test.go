@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -232,14 +233,43 @@ func TestMarkDumpsWhenAConnectionIsGone(t *testing.T) {
 	tb.lookupErr = errors.New("sock_diag: no buffer space")
 	now = now.Add(markEvery)
 	w.Mark()
-	if len(w.marks) != 2 || tb.dumps != 2 {
-		t.Fatalf("a failed lookup: %d marks, %d dumps; want 2 and 2 (no mark, no dump)", len(w.marks), tb.dumps)
+	if last := w.marks[len(w.marks)-1].at; tb.dumps != 3 || !last.Equal(now) {
+		t.Fatalf("a failed lookup: %d dumps, the latest mark at %v; want a dump and a mark now (%v)", tb.dumps, last, now)
 	}
-	tb.lookupErr = nil
-	now = now.Add(time.Second) // the next check
+}
+
+// TestMarksRedumpWhileNothingIsKnown: while the last dump found no
+// connection to another host (etcd starting, restarting, alone), marks
+// dump again after 3, 6, 12, 24 s, then every 30 s; once one is found,
+// they look it up.
+func TestMarksRedumpWhileNothingIsKnown(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tb := &table{socks: []sock{listener(etcdClient)}}
+	w := newTestWatch(tb, &now)
+	var at []time.Duration // when each dump came, after the first
+	start := now
+	for range 100 { // a check a second for 100 s
+		before := tb.dumps
+		w.Mark()
+		if tb.dumps > before && now != start {
+			at = append(at, now.Sub(start))
+		}
+		now = now.Add(time.Second)
+	}
+	want := []time.Duration{3 * time.Second, 9 * time.Second, 21 * time.Second, 45 * time.Second, 75 * time.Second}
+	if !slices.Equal(at, want) {
+		t.Fatalf("dumps at %v after the first, want %v", at, want)
+	}
+	tb.socks = append(tb.socks, conn(etcdPeer, peer)) // its peer connects
+	for range 31 {
+		w.Mark()
+		now = now.Add(time.Second)
+	}
+	lookups := tb.lookups
+	now = now.Add(markEvery)
 	w.Mark()
-	if last := w.marks[len(w.marks)-1].at; !last.Equal(now) {
-		t.Fatalf("the latest mark at %v after the lookup works again, want one now (%v)", last, now)
+	if tb.lookups != lookups+1 {
+		t.Fatalf("once a connection is known, a mark looks it up: %d lookups, want %d", tb.lookups, lookups+1)
 	}
 }
 

@@ -37,13 +37,18 @@ type failures struct {
 	msgs []string
 }
 
+// add keeps msg.
+func (f *failures) add(msg string) {
+	f.mu.Lock()
+	f.msgs = append(f.msgs, msg)
+	f.mu.Unlock()
+}
+
 // errorf is t.Errorf, kept.
 func (f *failures) errorf(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	f.mu.Lock()
-	f.msgs = append(f.msgs, t.Name()+": "+msg)
-	f.mu.Unlock()
+	f.add(t.Name() + ": " + msg)
 	t.Error(msg)
 }
 
@@ -58,9 +63,7 @@ func (f *failures) fatalf(t testing.TB, format string, args ...any) {
 // a helper, not only the events' checks).
 func (k *kubeLab) run(t *testing.T, name string, f func(t *testing.T)) {
 	if !t.Run(name, f) {
-		k.failed.mu.Lock()
-		k.failed.msgs = append(k.failed.msgs, t.Name()+"/"+name+": failed (its lines above)")
-		k.failed.mu.Unlock()
+		k.failed.add(t.Name() + "/" + name + ": failed (its lines above)")
 	}
 }
 
@@ -71,6 +74,9 @@ func (f *failures) sayAgain(t testing.TB) func() {
 		defer f.mu.Unlock()
 		for _, m := range f.msgs {
 			t.Logf("FAILED (said again after the logs) %s", m)
+		}
+		if len(f.msgs) == 0 && t.Failed() {
+			t.Logf("FAILED (said again after the logs) %s: before its events (set-up, kubeadm init or join): its lines above", t.Name())
 		}
 	}
 }
