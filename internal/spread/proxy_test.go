@@ -15,7 +15,7 @@ import (
 
 // serve runs a TCP server on loopback that hands each connection to
 // handle on a goroutine of its own, until the test ends.
-func serve(t testing.TB, handle func(net.Conn)) netip.AddrPort {
+func serve(t *testing.T, handle func(net.Conn)) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +35,7 @@ func serve(t testing.TB, handle func(net.Conn)) netip.AddrPort {
 }
 
 // backend says its name and echoes.
-func backend(t testing.TB, name string) netip.AddrPort {
+func backend(t *testing.T, name string) netip.AddrPort {
 	return serve(t, func(c net.Conn) {
 		defer c.Close()
 		fmt.Fprintln(c, name)
@@ -55,14 +55,14 @@ func refusing(t *testing.T) netip.AddrPort {
 	return a
 }
 
-func startProxy(t testing.TB, p *Pool) string {
+func startProxy(t *testing.T, p *Pool) string {
 	addr, _ := runProxy(t, &Proxy{Pool: p, Log: slog.New(slog.DiscardHandler)})
 	return addr
 }
 
 // runProxy serves px on a loopback listener until the test ends or stop
 // is called; stop says whether Serve returned within 5 s.
-func runProxy(t testing.TB, px *Proxy) (addr string, stop func() bool) {
+func runProxy(t *testing.T, px *Proxy) (addr string, stop func() bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -253,41 +253,5 @@ func TestProxyShutdownClosesBackendsToo(t *testing.T) {
 	}
 	if !stop() {
 		t.Fatal("Serve still waits on a silent backend 5 s after its context ended")
-	}
-}
-
-// BenchmarkProxyRoundTrip is what the proxy adds to a request on a kept
-// connection, as a mean (ns/op): 100 bytes to an echo backend and back,
-// directly and through the proxy, on loopback. The p50 that issue 36's
-// goal is about is test/e2e's BenchmarkSpreadProxy, a make bench row.
-func BenchmarkProxyRoundTrip(b *testing.B) {
-	be := backend(b, "a")
-	for _, via := range []struct {
-		name string
-		addr func() string
-	}{
-		{"direct", func() string { return be.String() }},
-		{"proxied", func() string { return startProxy(b, upPool(be)) }},
-	} {
-		b.Run(via.name, func(b *testing.B) {
-			c, err := net.Dial("tcp", via.addr())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			r := bufio.NewReader(c)
-			if _, err := r.ReadString('\n'); err != nil { // the backend's name
-				b.Fatal(err)
-			}
-			msg, got := make([]byte, 100), make([]byte, 100)
-			for b.Loop() {
-				if _, err := c.Write(msg); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(r, got); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

@@ -47,13 +47,9 @@ func (c *realCluster) lineCounts() []int {
 // lineAt is when line i of p's output was logged (its time= field).
 func lineAt(t testing.TB, p *lab.Process, i int) time.Time {
 	t.Helper()
-	m := logTime.FindStringSubmatch(p.Line(i))
-	if m == nil {
+	at, ok := logLineTime(p.Line(i))
+	if !ok {
 		t.Fatalf("no time in %q", p.Line(i))
-	}
-	at, err := time.Parse(time.RFC3339Nano, m[1])
-	if err != nil {
-		t.Fatal(err)
 	}
 	return at
 }

@@ -153,12 +153,8 @@ func healthTimeline(p *lab.Process, since time.Time) []string {
 		default:
 			continue
 		}
-		tm := logTime.FindStringSubmatch(l)
-		if tm == nil {
-			continue
-		}
-		at, err := time.Parse(time.RFC3339Nano, tm[1])
-		if err != nil {
+		at, ok := logLineTime(l)
+		if !ok {
 			continue
 		}
 		if what != last {
@@ -237,4 +233,14 @@ func testRealBootstrap(t *testing.T, opts lab.APIServerOptions, healthyStatus in
 			}
 		}
 	}
+}
+
+// logLineTime is the time= field of one of our daemon's log lines.
+func logLineTime(l string) (time.Time, bool) {
+	m := logTime.FindStringSubmatch(l)
+	if m == nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, m[1])
+	return at, err == nil
 }
