@@ -23,6 +23,13 @@ type Elector interface {
 	Run(ctx context.Context, decide func(vip netip.Prefix, hold bool))
 }
 
+// Settler is an elector that hands the VIP from a failing holder only to a
+// node whose health has settled (L2: vrrp.Elector); the agent tells it
+// before each health change.
+type Settler interface {
+	SetSettled(settled bool)
+}
+
 // Announcer makes hold decisions true in the kernel and on the wire.
 type Announcer interface {
 	Hold(vip netip.Prefix)
@@ -90,9 +97,17 @@ func (a *Agent) Run(ctx context.Context) {
 		close(electDone)
 	}()
 
+	state := health.Unknown
 	for {
 		select {
 		case tr := <-transitions:
+			if s, ok := a.Elector.(Settler); ok {
+				s.SetSettled(tr.Settled)
+			}
+			if tr.State == state {
+				continue // settled only
+			}
+			state = tr.State
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
 			if tr.State == health.Draining {
 				a.Log.Warn("API server is shutting down, handing the VIP over")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -184,5 +185,53 @@ func TestReannouncementIsNotATransition(t *testing.T) {
 	defer cj.mu.Unlock()
 	if cj.counts["held"] != 1 || cj.counts["released"] != 1 {
 		t.Fatalf("transitions %v, want one held and one released", cj.counts)
+	}
+}
+
+type transitions chan health.Transition
+
+func (h transitions) Run(ctx context.Context, out chan<- health.Transition) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case tr := <-h:
+			out <- tr
+		}
+	}
+}
+
+// settlingElector records what the agent tells it.
+type settlingElector struct{ j *journal }
+
+func (e settlingElector) SetHealthy(ok bool, _ string) { e.j.add(fmt.Sprintf("healthy %v", ok)) }
+func (e settlingElector) SetSettled(ok bool)           { e.j.add(fmt.Sprintf("settled %v", ok)) }
+func (e settlingElector) Run(ctx context.Context, _ func(netip.Prefix, bool)) {
+	<-ctx.Done()
+}
+
+// TestAgentTellsSettled: every transition tells a Settler whether the
+// node's health has settled, before its health; a change of Settled alone
+// is no health transition (nothing journaled, the elector's health untold).
+func TestAgentTellsSettled(t *testing.T) {
+	j := &journal{seen: make(chan struct{}, 1)}
+	cj := &countingJournal{counts: map[string]int{}}
+	h := make(transitions)
+	a := &Agent{Health: h, Elector: settlingElector{j}, Announcer: fakeAnnouncer{&journal{seen: make(chan struct{}, 1)}},
+		Log: quiet, Journal: cj}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	h <- health.Transition{State: health.Healthy}
+	h <- health.Transition{State: health.Healthy, Settled: true}
+	h <- health.Transition{State: health.Healthy}
+	h <- health.Transition{State: health.Unhealthy}
+	j.waitFor(t, "settled false", "healthy true", "settled true", "settled false", "settled false", "healthy false")
+	cancel()
+	<-done
+	cj.mu.Lock()
+	defer cj.mu.Unlock()
+	if cj.counts["healthy"] != 1 || cj.counts["unhealthy"] != 1 {
+		t.Fatalf("journaled %v, want one healthy and one unhealthy", cj.counts)
 	}
 }

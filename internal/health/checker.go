@@ -71,10 +71,14 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Transition is a change of State with the result that caused it.
+// Transition is a change of State, or of Settled, with the result that
+// caused it.
 type Transition struct {
 	State State
-	Last  Result
+	// Settled: healthy, and the latest checks passed (SettleRun): this node
+	// may take the VIP from a holder that fails its checks.
+	Settled bool
+	Last    Result
 }
 
 // Checker probes the apiserver's /livez. Run it in one goroutine: it issues
@@ -324,8 +328,9 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	if c.OnResult != nil {
 		c.OnResult(r)
 	}
-	prev := c.thr.state
+	prev, wasSettled := c.thr.state, c.thr.settled()
 	state, changed := c.thr.judge(r)
+	settled := c.thr.settled()
 	c.mu.Lock()
 	c.stats.State, c.stats.Last = state, r
 	if r.OK {
@@ -342,9 +347,9 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.log.Log(ctx, lvl, "Health check failed", "url", c.cfg.URL, "reason", r.Reason,
 			"consecutive", c.thr.failRun, "threshold", c.cfg.FailThreshold)
 	}
-	if changed {
+	if changed || settled != wasSettled {
 		select {
-		case out <- Transition{State: state, Last: r}:
+		case out <- Transition{State: state, Settled: settled, Last: r}:
 		case <-ctx.Done():
 		}
 	}

@@ -329,16 +329,25 @@ func healthyServer(t *testing.T) (*apiserver, *Checker) {
 	return api, newChecker(t, srv.URL+"/livez", "/nonexistent", "")
 }
 
-// wantTransition waits for the next transition from out and checks it is to s.
+// wantTransition waits for the next transition from out and checks it is
+// to s. Waiting for another state, it skips changes of Settled alone (they
+// come with State Healthy).
 func wantTransition(t *testing.T, out <-chan Transition, s State) {
 	t.Helper()
-	select {
-	case tr := <-out:
-		if tr.State != s {
-			t.Fatalf("transition to %v, want %v", tr.State, s)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case tr := <-out:
+			if tr.State == Healthy && s != Healthy {
+				continue
+			}
+			if tr.State != s {
+				t.Fatalf("transition to %v, want %v", tr.State, s)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no transition to %v", s)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no transition to %v", s)
 	}
 }
 
@@ -438,4 +447,39 @@ func TestOneKeptConnection(t *testing.T) {
 	}
 	api.hang.Store(false)
 	check("after a cancelled check")
+}
+
+// TestSettled: a node is settled once healthy with its latest
+// max(RISE_THRESHOLD, SettleRun) checks passed; one failed check unsettles
+// it without changing its state; an unhealthy, draining or unknown node is
+// never settled.
+func TestSettled(t *testing.T) {
+	for _, rise := range []int{1, 2, 3} {
+		th := NewThresholds(3, rise)
+		want := max(rise, SettleRun)
+		for k := 1; k <= want; k++ {
+			th.Judge(Result{OK: true})
+			if got := th.Settled(); got != (k >= want) {
+				t.Errorf("rise %d: after %d passed checks settled %v", rise, k, got)
+			}
+		}
+		if st, changed := th.Judge(Result{}); st != Healthy || changed || th.Settled() {
+			t.Errorf("rise %d: one failed check: %v changed %v settled %v, want healthy, unchanged, unsettled", rise, st, changed, th.Settled())
+		}
+		for range want {
+			th.Judge(Result{OK: true})
+		}
+		if !th.Settled() {
+			t.Errorf("rise %d: not settled again after %d passed checks", rise, want)
+		}
+		if th.Judge(Result{Refused: true}); th.Settled() {
+			t.Errorf("rise %d: settled while unhealthy", rise)
+		}
+		if th.Judge(Result{Draining: true}); th.Settled() {
+			t.Errorf("rise %d: settled while draining", rise)
+		}
+	}
+	if NewThresholds(3, 1).Settled() {
+		t.Error("settled before any check")
+	}
 }

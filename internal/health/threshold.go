@@ -100,6 +100,18 @@ func (t *thresholds) judge(r Result) (State, bool) {
 	}
 }
 
+// SettleRun is how many checks in a row a healthy node must have passed
+// to take the VIP from a holder that fails its checks (L2: a master at the
+// fail-open priority). A node whose latest check failed, or that is healthy
+// again after one passed check, is no better a holder than the failing
+// one: the failure may be one every node shares (loss on the segment slows
+// every etcd), and a move then only costs the clients a reconnect.
+const SettleRun = 2
+
+// settled says whether the apiserver is healthy and has passed its latest
+// max(RiseThreshold, SettleRun) checks.
+func (t *thresholds) settled() bool { return t.state == Healthy && t.okRun >= max(t.rise, SettleRun) }
+
 // counting says whether failures are being counted towards the threshold
 // (FastInterval applies).
 func (t *thresholds) counting() bool { return t.failRun > 0 && t.state != Unhealthy }
@@ -118,3 +130,7 @@ func (t *Thresholds) Judge(r Result) (State, bool) { return t.t.judge(r) }
 
 // Counting says whether failures are being counted towards the threshold.
 func (t *Thresholds) Counting() bool { return t.t.counting() }
+
+// Settled is thresholds.settled: healthy long enough to take the VIP from
+// a failing holder.
+func (t *Thresholds) Settled() bool { return t.t.settled() }

@@ -294,7 +294,11 @@ func (d *daemon) checkNow() {
 // judge applies the thresholds and tells the election (agent.Agent and
 // vrrp.Elector.SetHealthy).
 func (d *daemon) judge(r health.Result) {
+	was := d.thr.Settled()
 	st, changed := d.thr.Judge(r)
+	if settled := d.thr.Settled(); settled != was {
+		d.core.SetUnsettled(!settled, d.h.s.w.now) // before the priority, as agent.Agent does
+	}
 	if !changed {
 		return
 	}

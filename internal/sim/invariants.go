@@ -25,7 +25,9 @@ type bounds struct {
 	stranger time.Duration
 	// quiet: after the last fault ends, the time within which exactly one
 	// healthy node holds every VIP: health detection (3 checks and a
-	// timeout), two master-down intervals, the check's settle and a probe.
+	// timeout), a node healthy again settling (one more check,
+	// health.SettleRun) before it takes the VIP from a fail-open holder,
+	// two master-down intervals, the check's settle and a probe.
 	quiet time.Duration
 	// candidate: the longest a healthy node with carrier may stay out of
 	// the election: the instance's interface check runs every second.
@@ -46,7 +48,7 @@ func newBounds(sh shape) bounds {
 	return bounds{
 		twoHolders: i + 150*time.Millisecond + 4*d,
 		stranger:   i*3/2 + acd.ProbeEvery + acd.AnswerWait + 4*d + 100*time.Millisecond,
-		quiet:      2*masterDown + 3*time.Second + 3*time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
+		quiet:      2*masterDown + 3*time.Second + 3*time.Second + time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
 		candidate:  refreshEvery + 100*time.Millisecond,
 		settled:    2*masterDown + acd.ProbeEvery + time.Second,
 		flapGap:    netlinkDelay + acd.AnswerWait + 20*time.Millisecond + 2*d,

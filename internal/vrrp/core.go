@@ -88,6 +88,10 @@ func (c *Core) SetPrimary(a netip.Addr) { c.m.SetPrimary(a) }
 // SetPreempt changes Preempt (a reload).
 func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
 
+// SetUnsettled changes whether we take the VIP from a fail-open master
+// (Params.Unsettled).
+func (c *Core) SetUnsettled(u bool, now time.Time) { c.m.SetUnsettled(u, now) }
+
 // State, Priority and Master are for the status.
 func (c *Core) State() State            { return c.m.State() }
 func (c *Core) Priority() uint8         { return c.priority }

@@ -63,7 +63,7 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
 	case p == FailOpenPriority && e.Leading():
-		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a healthy node takes it within its skew time; kept here while none is", "reason", reason)
+		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a settled healthy node takes it within its skew time; kept here while none is", "reason", reason)
 	case p == FailOpenPriority:
 		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority", "priority", p, "reason", reason)
 	case e.Leading():
@@ -73,6 +73,10 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	}
 	e.inst.SetPriority(p, e.unhealthy) // empty while healthy
 }
+
+// SetSettled implements the agent's Settler: an unsettled node does not
+// take the VIP from a fail-open master.
+func (e *Elector) SetSettled(settled bool) { e.inst.SetSettled(settled) }
 
 // SetPriority changes our priority while healthy (a reload); a healthy
 // node takes part with it at once.

@@ -84,6 +84,7 @@ type Instance struct {
 	log      *slog.Logger
 	priority chan priority
 	preempt  chan bool
+	settled  chan bool
 	served   chan answer   // Served's latest answer
 	asking   atomic.Bool   // Ask was called and Served has not answered it
 	link     chan struct{} // the interface changed: look at it now
@@ -128,8 +129,8 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 		cfg.ServedWait = 0
 	}
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
-		served: make(chan answer, 1),
-		link:   make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
+		settled: make(chan bool, 1), served: make(chan answer, 1),
+		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
@@ -147,6 +148,16 @@ func (i *Instance) SetPriority(p uint8, why string) {
 	default:
 	}
 	i.priority <- priority{p, why}
+}
+
+// SetSettled says whether our health has settled (Params.Unsettled is
+// its opposite); only the latest value counts.
+func (i *Instance) SetSettled(on bool) {
+	select {
+	case <-i.settled:
+	default:
+	}
+	i.settled <- on
 }
 
 // SetPreempt changes Preempt; only the latest value counts.
@@ -280,6 +291,9 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		case on := <-i.preempt:
 			i.catchUp(core, packets)
 			core.SetPreempt(on)
+		case on := <-i.settled:
+			i.catchUp(core, packets)
+			core.SetUnsettled(!on, time.Now())
 		case pr := <-i.priority:
 			i.catchUp(core, packets)
 			core.SetPriority(pr.p, pr.why, time.Now())

@@ -51,7 +51,12 @@ type Params struct {
 	// than that, not three, makes a false takeover.
 	Sends   int
 	Preempt bool
-	Primary netip.Addr // our primary address: the tie-breaker
+	// Unsettled: our apiserver is healthy but has not passed its latest
+	// checks (health.SettleRun): we take the VIP from no live master (a
+	// fail-open one, whose failure may be ours too, or with Preempt a
+	// weaker one) and follow it instead; a silent one we still replace.
+	Unsettled bool
+	Primary   netip.Addr // our primary address: the tie-breaker
 	// ServedWait is how long a backup waits for a master that stopped
 	// advertising while its host still answers for the VIPs, counted from
 	// its last advertisement (Served); 0 or no longer than the master down
@@ -151,11 +156,28 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 		return nil
 	}
 	m.p.Priority = p
-	switch m.state {
-	case Master:
+	if m.state == Master {
 		m.deadline = now.Add(m.sendEvery())
 		return []Action{{Send: true, Priority: p}}
-	case Backup:
+	}
+	m.reconsider(now)
+	return nil
+}
+
+// SetUnsettled changes Unsettled: a backup that settles while it follows a
+// fail-open master takes over after its handover skew.
+func (m *Machine) SetUnsettled(u bool, now time.Time) {
+	if u == m.p.Unsettled {
+		return
+	}
+	m.p.Unsettled = u
+	m.reconsider(now)
+}
+
+// reconsider looks again, as a backup, at whether we take the VIP from the
+// master we follow, after our priority or Unsettled changed.
+func (m *Machine) reconsider(now time.Time) {
+	if m.state == Backup {
 		switch {
 		case !m.master.IsValid():
 		case m.preempts(m.masterPriority):
@@ -173,12 +195,13 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 			}
 		}
 	}
-	return nil
 }
 
-// preempts says whether we take the VIP from a master advertising priority.
+// preempts says whether we take the VIP from a live master advertising
+// priority: only stronger and settled; from a fail-open one whatever
+// Preempt says, from any other only with Preempt.
 func (m *Machine) preempts(priority uint8) bool {
-	return priority < m.p.Priority && (m.p.Preempt || priority == FailOpenPriority)
+	return priority < m.p.Priority && !m.p.Unsettled && (m.p.Preempt || priority == FailOpenPriority)
 }
 
 // followsStronger says whether a backup follows a master other than src
@@ -419,7 +442,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healthy: we are, so we take it within our handover skew.
 			m.master, m.masterPriority = src, a.Priority
 			m.takeOverSoon(now)
-		case !m.p.Preempt || a.Priority >= m.p.Priority:
+		case !m.preempts(a.Priority):
 			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()
 			m.waitFor(now)

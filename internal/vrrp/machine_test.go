@@ -440,3 +440,66 @@ func TestFrozenMasterWithPreempt(t *testing.T) {
 		t.Fatalf("state %v, actions %+v: want master, answering", m.State(), acts)
 	}
 }
+
+// TestUnsettledFollowsFailOpen: a healthy backup whose health has not
+// settled (its latest check failed, or it is healthy again after one) does
+// not take the VIP from a fail-open master, with or without Preempt: it
+// follows it, as the master's failure may be its own too. Settled, it takes
+// over within its handover skew; a master that falls silent it still
+// replaces when the master down interval ends; with Preempt it preempts a
+// weaker healthy master only once settled.
+func TestUnsettledFollowsFailOpen(t *testing.T) {
+	skew := 156 * handoverScale / 256 // priority 100, 1 s adverts
+	src := netip.MustParseAddr("192.0.2.11")
+	for _, preempt := range []bool{false, true} {
+		p := params(100, "192.0.2.12")
+		p.Preempt, p.Unsettled = preempt, true
+		b := NewMachine(p)
+		b.SetCandidate(true, t0)
+		for k := range 10 {
+			at := t0.Add(time.Duration(k) * time.Second)
+			b.Receive(adv(FailOpenPriority, 100), src, at)
+			if acts := b.Timeout(at); b.State() != Backup {
+				t.Fatalf("preempt %v: an unsettled backup took the VIP from a fail-open master: %+v", preempt, acts)
+			}
+		}
+		if d := b.Deadline().Sub(t0.Add(9 * time.Second)); d != b.MasterDownInterval() {
+			t.Errorf("preempt %v: unsettled backup's timer %s, want the master down interval %s", preempt, d, b.MasterDownInterval())
+		}
+		settled := t0.Add(9*time.Second + 300*time.Millisecond)
+		b.SetUnsettled(false, settled)
+		if b.Deadline() != settled.Add(skew) {
+			t.Errorf("preempt %v: settled backup takes over after %s, want the handover skew %s", preempt, b.Deadline().Sub(settled), skew)
+		}
+		if b.Timeout(settled.Add(skew)); b.State() != Master {
+			t.Fatalf("preempt %v: settled backup did not take over", preempt)
+		}
+	}
+	// Unsettled and the fail-open master silent: a dead master is replaced.
+	p := params(100, "192.0.2.12")
+	p.Unsettled = true
+	b := NewMachine(p)
+	b.SetCandidate(true, t0)
+	b.Receive(adv(FailOpenPriority, 100), src, t0)
+	end := t0.Add(b.MasterDownInterval())
+	if b.Timeout(end); b.State() != Master {
+		t.Fatalf("unsettled backup did not replace a silent master after the master down interval")
+	}
+	// Unsettled with Preempt: a healthy weaker master is not preempted
+	// until we settle.
+	p = params(150, "192.0.2.12")
+	p.Preempt, p.Unsettled = true, true
+	b = NewMachine(p)
+	b.SetCandidate(true, t0)
+	for k := range 5 {
+		at := t0.Add(time.Duration(k) * time.Second)
+		b.Receive(adv(100, 100), src, at)
+		if b.Timeout(at); b.State() != Backup {
+			t.Fatalf("Preempt: an unsettled stronger backup preempted a healthy weaker master")
+		}
+	}
+	b.SetUnsettled(false, t0.Add(4*time.Second))
+	if b.Timeout(t0.Add(4*time.Second + b.MasterDownInterval())); b.State() != Master {
+		t.Errorf("Preempt: a settled stronger backup did not preempt a weaker master")
+	}
+}
