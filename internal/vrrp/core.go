@@ -90,7 +90,10 @@ func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
 
 // SetUnsettled changes whether we take the VIP from a fail-open master
 // (Params.Unsettled).
-func (c *Core) SetUnsettled(u bool, now time.Time) { c.m.SetUnsettled(u, now) }
+func (c *Core) SetUnsettled(u bool, now time.Time) {
+	c.log.Debug("Health settled changed", "settled", !u)
+	c.m.SetUnsettled(u, now)
+}
 
 // State, Priority and Master are for the status.
 func (c *Core) State() State            { return c.m.State() }

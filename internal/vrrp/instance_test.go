@@ -334,3 +334,35 @@ func TestTimerWaitsForQueuedAdvertisements(t *testing.T) {
 		t.Fatalf("state %s, decisions %v: the timer acted over a queued advertisement", inst.Status().State, h)
 	}
 }
+
+// TestUnsettledInstanceFollowsFailOpen: an instance told it is unsettled
+// before its priority rises follows a fail-open master; settled, it takes over.
+func TestUnsettledInstanceFollowsFailOpen(t *testing.T) {
+	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.12"), 50*time.Millisecond)
+	fo := Advertisement{VRID: 51, Priority: FailOpenPriority, Interval: 5, Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case tr.in <- fakeRx{adv: fo, src: netip.MustParseAddr("192.0.2.11")}:
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	inst.SetSettled(false)
+	inst.SetPriority(FailOpenPriority, "unhealthy")
+	time.Sleep(300 * time.Millisecond)
+	inst.SetSettled(false)
+	inst.SetPriority(100, "")
+	time.Sleep(500 * time.Millisecond)
+	if st := inst.Status(); st.State != Backup || last(d.snapshot()) {
+		t.Fatalf("unsettled: %s %v, want a backup following the fail-open master", st.State, d.snapshot())
+	}
+	inst.SetSettled(true)
+	waitDecisions(t, d, "settled: takes over", last)
+}

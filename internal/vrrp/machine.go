@@ -103,6 +103,9 @@ type Machine struct {
 	// off in this silence (Served).
 	silentSince, askAt, asked time.Time
 	waiting                   bool
+	// soon: why takeOverSoon brought the Master_Down_Timer forward (the
+	// reason of the takeover); empty while the timer runs its full length.
+	soon string
 }
 
 // NewMachine returns a machine in Initialize.
@@ -181,7 +184,7 @@ func (m *Machine) reconsider(now time.Time) {
 		switch {
 		case !m.master.IsValid():
 		case m.preempts(m.masterPriority):
-			m.takeOverSoon(now)
+			m.takeOverSoon(now, m.preemptWhy())
 		default:
 			// No longer stronger than the master (we turned unhealthy
 			// before taking its VIP): wait for it as usual. Not a sign of
@@ -204,6 +207,14 @@ func (m *Machine) preempts(priority uint8) bool {
 	return priority < m.p.Priority && !m.p.Unsettled && (m.p.Preempt || priority == FailOpenPriority)
 }
 
+// preemptWhy is the reason of a takeover from the live master we follow.
+func (m *Machine) preemptWhy() string {
+	if m.masterPriority == FailOpenPriority {
+		return fmt.Sprintf("the master %s fails its health checks (fail-open priority 1) and this node is healthy and settled", m.master)
+	}
+	return fmt.Sprintf("preempting the weaker master %s (priority %d)", m.master, m.masterPriority)
+}
+
 // followsStronger says whether a backup follows a master other than src
 // that advertises above the fail-open priority.
 func (m *Machine) followsStronger(src netip.Addr) bool {
@@ -213,9 +224,9 @@ func (m *Machine) followsStronger(src netip.Addr) bool {
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew:
 // the master resigned or fell to the fail-open priority, so whether its
 // host still answers does not matter.
-func (m *Machine) takeOverSoon(now time.Time) {
+func (m *Machine) takeOverSoon(now time.Time, why string) {
 	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
-		m.deadline = soon
+		m.deadline, m.soon = soon, why
 	}
 	m.askAt, m.asked, m.waiting = time.Time{}, time.Time{}, false
 }
@@ -224,7 +235,7 @@ func (m *Machine) takeOverSoon(now time.Time) {
 // sign of life. With ServedWait, the backup asks half an interval before
 // it fires whether the master's host still answers for the VIPs (Served).
 func (m *Machine) waitFor(now time.Time) {
-	m.deadline = now.Add(m.MasterDownInterval())
+	m.deadline, m.soon = now.Add(m.MasterDownInterval()), ""
 	m.silentSince, m.askAt, m.asked, m.waiting = now, time.Time{}, time.Time{}, false
 	if m.p.ServedWait > m.MasterDownInterval() {
 		m.askAt = m.deadline.Add(-m.askAhead())
@@ -414,6 +425,9 @@ func (m *Machine) Timeout(now time.Time) []Action {
 		case m.waiting:
 			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", silent))
 		}
+		if m.soon != "" {
+			return m.becomeMaster(now, m.soon)
+		}
 		return m.becomeMaster(now, "no advertisement within the master down interval")
 	case Master:
 		m.deadline = now.Add(m.sendEvery())
@@ -430,7 +444,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
-			m.takeOverSoon(now)
+			m.takeOverSoon(now, fmt.Sprintf("the master %s resigned (priority 0)", src))
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
@@ -441,7 +455,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, so we take it within our handover skew.
 			m.master, m.masterPriority = src, a.Priority
-			m.takeOverSoon(now)
+			m.takeOverSoon(now, m.preemptWhy())
 		case !m.preempts(a.Priority):
 			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()

@@ -98,6 +98,7 @@ func TestVRRPFailOpenWhileEveryAPIServerIsDown(t *testing.T) {
 	if s := readFailOpen(t, c.nodes[other]); s.FailOpen.InForce {
 		t.Errorf("%s (not holding) says fail open is in force", c.nodes[other].Name)
 	}
+	skipOther := c.procs[other].Lines()
 	if err := c.apis[other].Set(lab.OK); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,14 @@ func TestVRRPFailOpenWhileEveryAPIServerIsDown(t *testing.T) {
 		t.Fatalf("holder %s, want %s, the only healthy node", c.nodes[got].Name, c.nodes[other].Name)
 	}
 	figure(t, "healthy node takes the VIP from the fail-open holder (health 100 ms x 3, advert 100 ms)", d)
+	// Not before it settled: its second passed check comes an interval
+	// (100 ms) after the first, which made it healthy; the handover skew
+	// alone would be 61 ms.
+	healthy := lineAt(t, c.procs[other], waitLine(t, c.procs[other], skipOther, "API server health changed", "state=healthy"))
+	master := lineAt(t, c.procs[other], waitLine(t, c.procs[other], skipOther, "VRRP state changed", "to=master"))
+	if took := master.Sub(healthy); took < 90*time.Millisecond {
+		t.Errorf("%s took the VIP %v after its first passed check, want it settled first (a second check, 100 ms later)", c.nodes[other].Name, took)
+	}
 	if h6, _ := c.waitHolder(t, vip6, h, 10*time.Second); h6 != other {
 		t.Errorf("IPv6 VIP on %s, want %s", c.nodes[h6].Name, c.nodes[other].Name)
 	}
