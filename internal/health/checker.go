@@ -63,9 +63,13 @@ type StallJudge interface {
 // Result is the outcome of one check.
 type Result struct {
 	OK       bool
-	Draining bool   // the apiserver has begun a graceful shutdown (OK is false)
-	Refused  bool   // a new connection was refused or reset: no process serves the port (OK is false)
-	Hung     bool   // no answer by HungAfter while /livez/ping answered fast: what the check waits for (etcd) does not (OK is false)
+	Draining bool // the apiserver has begun a graceful shutdown (OK is false)
+	Refused  bool // a new connection was refused or reset: no process serves the port (OK is false)
+	Hung     bool // no answer by HungAfter while /livez/ping answered fast: what the check waits for (etcd) does not (OK is false)
+	// Stalled: no answer by HungAfter, and the stall was the network's
+	// (Config.Stalls): the check waited on; OK or not, a stall every
+	// apiserver may share (it does not count towards settling).
+	Stalled  bool
 	Status   int    // HTTP status, 0 when no answer
 	Reason   string // why it failed; empty when OK
 	Duration time.Duration
@@ -188,6 +192,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	}
 	var pinged time.Duration
 	var seen string // what Stalls saw of etcd
+	var stalled bool
 	sil := silence{}
 	if c.cfg.HungAfter > 0 {
 		if c.cfg.Stalls != nil {
@@ -197,6 +202,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 			var ok, network bool
 			if pinged, ok = c.answersPing(ctx); ok {
 				network, seen = c.networkStall(ctx, pinged)
+				stalled = stalled || network
 			}
 			return ok && !network
 		}}
@@ -226,10 +232,10 @@ func (c *Checker) Check(ctx context.Context) Result {
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
 		}
-		return Result{Reason: reason, Duration: d, Refused: refused(err)}
+		return Result{Reason: reason, Duration: d, Refused: refused(err), Stalled: stalled}
 	}
 	ok, reason := classify(status, tok.present)
-	return Result{OK: ok, Status: status, Reason: reason, Duration: d}
+	return Result{OK: ok, Status: status, Reason: reason, Duration: d, Stalled: stalled}
 }
 
 // refused reports whether err says no process serves the port: the

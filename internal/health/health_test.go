@@ -482,4 +482,21 @@ func TestSettled(t *testing.T) {
 	if NewThresholds(3, 1).Settled() {
 		t.Error("settled before any check")
 	}
+	// A pass that came after a stall blamed on the network counts towards
+	// health, not towards settling: the run of steady passes starts again.
+	th := NewThresholds(3, 1)
+	th.Judge(Result{OK: true})
+	th.Judge(Result{OK: true})
+	if !th.Settled() {
+		t.Fatal("two passes: not settled")
+	}
+	if st, _ := th.Judge(Result{OK: true, Stalled: true}); st != Healthy || th.Settled() {
+		t.Errorf("a pass after a stall: %v settled %v, want healthy, unsettled", st, th.Settled())
+	}
+	if th.Judge(Result{OK: true}); th.Settled() {
+		t.Error("one pass after the stalled one: settled")
+	}
+	if th.Judge(Result{OK: true}); !th.Settled() {
+		t.Error("two passes after the stalled one: not settled")
+	}
 }

@@ -260,8 +260,11 @@ func TestCheckStallJudged(t *testing.T) {
 	}
 	j.network = true
 	time.AfterFunc(1500*time.Millisecond, a.unstick)
-	if r := c.Check(context.Background()); !r.OK || j.asked != 2 {
-		t.Fatalf("a stall of the network's, answered at 1.5s: %+v (asked %d), want ok", r, j.asked)
+	if r := c.Check(context.Background()); !r.OK || !r.Stalled || j.asked != 2 {
+		t.Fatalf("a stall of the network's, answered at 1.5s: %+v (asked %d), want ok, stalled", r, j.asked)
+	}
+	if r := c.Check(context.Background()); !r.OK || r.Stalled {
+		t.Fatalf("answered at once: %+v, want ok, not stalled", r)
 	}
 }
 
@@ -286,8 +289,8 @@ func TestCheckAnsweredWhileJudged(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the answer is on its way meanwhile
 		return false, "etcd's connections lose no segments"
 	})
-	if r := c.Check(context.Background()); !r.OK || r.Hung {
-		t.Fatalf("answered while the judge was asked: %+v, want ok", r)
+	if r := c.Check(context.Background()); !r.OK || r.Hung || r.Stalled {
+		t.Fatalf("answered while the judge was asked: %+v, want ok, not stalled (the judge said etcd's)", r)
 	}
 }
 

@@ -33,6 +33,8 @@ type thresholds struct {
 	fail, rise     int
 	okRun, failRun int
 	state          State
+	// steadyRun: passes in a row that did not stall (Result.Stalled).
+	steadyRun int
 }
 
 // observe records one result and returns the state and whether it changed.
@@ -88,6 +90,11 @@ func (t *thresholds) hung() (State, bool) {
 // connection decides at once, a hung apiserver all but decides, anything
 // else counts towards a threshold.
 func (t *thresholds) judge(r Result) (State, bool) {
+	if r.OK && !r.Stalled {
+		t.steadyRun++
+	} else {
+		t.steadyRun = 0
+	}
 	switch {
 	case r.Draining:
 		return t.drain()
@@ -100,17 +107,24 @@ func (t *thresholds) judge(r Result) (State, bool) {
 	}
 }
 
-// SettleRun is how many checks in a row a healthy node must have passed
-// to take the VIP from a holder that fails its checks (L2: a master at the
-// fail-open priority). A node whose latest check failed, or that is healthy
-// again after one passed check, is no better a holder than the failing
-// one: the failure may be one every node shares (loss on the segment slows
-// every etcd), and a move then only costs the clients a reconnect.
+// SettleRun is how many checks in a row a healthy node must have passed,
+// none of them after a stall, to take the VIP from a holder that fails its
+// checks (L2: a master at the fail-open priority). A node whose latest
+// check failed, that is healthy again after one passed check, or whose
+// check passed only after stalling on the network (Result.Stalled), is no
+// better a holder than the failing one: the failure may be one every node
+// shares (loss on the segment stalls every etcd now and then), and a move
+// then only costs the clients a reconnect. Not after a stall, because a
+// check that outlasts the interval is followed by the next at once: two
+// passes a few milliseconds apart after a stall of seconds say little (the
+// stress suite, 20 % loss).
 const SettleRun = 2
 
 // settled says whether the apiserver is healthy and has passed its latest
-// max(RiseThreshold, SettleRun) checks.
-func (t *thresholds) settled() bool { return t.state == Healthy && t.okRun >= max(t.rise, SettleRun) }
+// max(RiseThreshold, SettleRun) checks without a stall.
+func (t *thresholds) settled() bool {
+	return t.state == Healthy && t.steadyRun >= max(t.rise, SettleRun)
+}
 
 // counting says whether failures are being counted towards the threshold
 // (FastInterval applies).

@@ -296,8 +296,8 @@ func (d *daemon) checkNow() {
 func (d *daemon) judge(r health.Result) {
 	was := d.thr.Settled()
 	st, changed := d.thr.Judge(r)
-	if settled := d.thr.Settled(); settled != was {
-		d.core.SetUnsettled(!settled, d.h.s.w.now) // before the priority, as agent.Agent does
+	if settled := d.thr.Settled(); settled != was || changed {
+		d.core.SetUnsettled(!settled, d.h.s.w.now) // with every transition, before the priority, as agent.Agent does
 	}
 	if !changed {
 		return
@@ -491,10 +491,14 @@ func (o output) Decide(hold bool) {
 	o.d.poke("decide")
 }
 
-func (o output) Changed(_, to vrrp.State, _ string, now time.Time) {
+func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
 	o.d.masterSince = time.Time{}
 	if to == vrrp.Master {
 		o.d.masterSince = now
+		inv := &o.d.h.s.inv
+		if o.d.h.role == ours && o.d.core.TookFromLive() && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
+			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
+		}
 	}
 }
 

@@ -62,6 +62,7 @@ type state struct {
 	expects          []expectation
 	expected         int    // expectations registered
 	announcedUnbound string // set when one of our nodes starts announcing a VIP it has not bound
+	unsettledTaker   string // set when one of our nodes takes the VIP from a live master while not settled
 }
 
 func newState() state { return state{} }
@@ -77,7 +78,7 @@ type expectation struct {
 // check runs every invariant; the first that fails is returned.
 func (s *sim) check() error {
 	for _, c := range []func() *Failure{s.neverTwoHolders, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
-		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.expectations} {
+		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.expectations} {
 		if f := c(); f != nil {
 			f.At = s.w.now.Sub(epoch)
 			return f
@@ -131,6 +132,17 @@ func (s *sim) announcesOnlyWhatItHolds() *Failure {
 		return nil
 	}
 	return &Failure{"a node announces only a VIP it holds", 0, s.inv.announcedUnbound}
+}
+
+// takersSettled: a node takes the VIP from a live master (one failing its
+// checks, or with Preempt a weaker one) only while its own health has
+// settled (health.SettleRun); a failure every node shares flickers, and
+// the node whose check passed last is no better a holder. Always, no bound.
+func (s *sim) takersSettled() *Failure {
+	if s.inv.unsettledTaker == "" {
+		return nil
+	}
+	return &Failure{"a node takes the VIP from a live master only once settled", 0, s.inv.unsettledTaker}
 }
 
 // eligible says whether h should be able to hold the VIP: its daemon runs,

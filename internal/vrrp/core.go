@@ -88,6 +88,9 @@ func (c *Core) SetPrimary(a netip.Addr) { c.m.SetPrimary(a) }
 // SetPreempt changes Preempt (a reload).
 func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
 
+// TookFromLive is Machine.TookFromLive (the simulation's invariant).
+func (c *Core) TookFromLive() bool { return c.m.TookFromLive() }
+
 // SetUnsettled changes whether we take the VIP from a fail-open master
 // (Params.Unsettled).
 func (c *Core) SetUnsettled(u bool, now time.Time) {

@@ -105,7 +105,10 @@ type Machine struct {
 	waiting                   bool
 	// soon: why takeOverSoon brought the Master_Down_Timer forward (the
 	// reason of the takeover); empty while the timer runs its full length.
-	soon string
+	// soonLive: from a live master (TookFromLive), not one that resigned.
+	soon     string
+	soonLive bool
+	tookLive bool // the latest takeover was from a live master
 }
 
 // NewMachine returns a machine in Initialize.
@@ -184,7 +187,7 @@ func (m *Machine) reconsider(now time.Time) {
 		switch {
 		case !m.master.IsValid():
 		case m.preempts(m.masterPriority):
-			m.takeOverSoon(now, m.preemptWhy())
+			m.takeOverSoon(now, m.preemptWhy(), true)
 		default:
 			// No longer stronger than the master (we turned unhealthy
 			// before taking its VIP): wait for it as usual. Not a sign of
@@ -207,6 +210,12 @@ func (m *Machine) preempts(priority uint8) bool {
 	return priority < m.p.Priority && !m.p.Unsettled && (m.p.Preempt || priority == FailOpenPriority)
 }
 
+// TookFromLive says whether the latest takeover was from a live master
+// (one at the fail-open priority, or with Preempt a weaker one), brought
+// forward to the handover skew, not a master down interval run out nor a
+// resignation.
+func (m *Machine) TookFromLive() bool { return m.tookLive }
+
 // preemptWhy is the reason of a takeover from the live master we follow.
 func (m *Machine) preemptWhy() string {
 	if m.masterPriority == FailOpenPriority {
@@ -224,9 +233,9 @@ func (m *Machine) followsStronger(src netip.Addr) bool {
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew:
 // the master resigned or fell to the fail-open priority, so whether its
 // host still answers does not matter.
-func (m *Machine) takeOverSoon(now time.Time, why string) {
+func (m *Machine) takeOverSoon(now time.Time, why string, live bool) {
 	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
-		m.deadline, m.soon = soon, why
+		m.deadline, m.soon, m.soonLive = soon, why, live
 	}
 	m.askAt, m.asked, m.waiting = time.Time{}, time.Time{}, false
 }
@@ -235,7 +244,7 @@ func (m *Machine) takeOverSoon(now time.Time, why string) {
 // sign of life. With ServedWait, the backup asks half an interval before
 // it fires whether the master's host still answers for the VIPs (Served).
 func (m *Machine) waitFor(now time.Time) {
-	m.deadline, m.soon = now.Add(m.MasterDownInterval()), ""
+	m.deadline, m.soon, m.soonLive = now.Add(m.MasterDownInterval()), "", false
 	m.silentSince, m.askAt, m.asked, m.waiting = now, time.Time{}, time.Time{}, false
 	if m.p.ServedWait > m.MasterDownInterval() {
 		m.askAt = m.deadline.Add(-m.askAhead())
@@ -401,6 +410,7 @@ func (m *Machine) Resume(now time.Time) []Action {
 
 // becomeMaster makes the machine master at once, advertising now.
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
+	m.tookLive = false
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
 	m.deadline = now.Add(m.sendEvery())
 	m.askAt, m.asked = time.Time{}, time.Time{}
@@ -426,7 +436,9 @@ func (m *Machine) Timeout(now time.Time) []Action {
 			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", silent))
 		}
 		if m.soon != "" {
-			return m.becomeMaster(now, m.soon)
+			acts := m.becomeMaster(now, m.soon)
+			m.tookLive = m.soonLive
+			return acts
 		}
 		return m.becomeMaster(now, "no advertisement within the master down interval")
 	case Master:
@@ -444,7 +456,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
-			m.takeOverSoon(now, fmt.Sprintf("the master %s resigned (priority 0)", src))
+			m.takeOverSoon(now, fmt.Sprintf("the master %s resigned (priority 0)", src), false)
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
@@ -455,7 +467,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, so we take it within our handover skew.
 			m.master, m.masterPriority = src, a.Priority
-			m.takeOverSoon(now, m.preemptWhy())
+			m.takeOverSoon(now, m.preemptWhy(), true)
 		case !m.preempts(a.Priority):
 			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()

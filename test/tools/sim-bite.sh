@@ -22,11 +22,12 @@ declare -A invariant=(
   [announce-unbound]="a node announces only a VIP it holds"
   [freeze-pingpong]="a holder frozen past the backups' wait steps back when it runs again"
   [restart-wait]="a killed daemon restarted within the backups' wait keeps the VIP"
+  [unsettled-taker]="a node takes the VIP from a live master only once settled"
 )
 declare -A seeds=([1]="1 11 13" [2]="15 16 25" [3]="5 20 149" [4]="2 15 17" [5]="366 950 1270" [6]="8 25 26"
-  [announce-unbound]="1 2 3" [freeze-pingpong]="7 120 171" [restart-wait]="579 582 870")
+  [announce-unbound]="1 2 3" [freeze-pingpong]="7 120 171" [restart-wait]="579 582 870" [unsettled-taker]="31 36 43")
 missed=0
-for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong restart-wait; do
+for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong restart-wait unsettled-taker; do
   p="internal/sim/testdata/af8485c/finding$n.patch"
   [ -f "$p" ] || p="internal/sim/testdata/later/$n.patch"
   patch -s -p1 < "$p"
