@@ -97,17 +97,15 @@ func (a *Agent) Run(ctx context.Context) {
 		close(electDone)
 	}()
 
-	state := health.Unknown
 	for {
 		select {
 		case tr := <-transitions:
 			if s, ok := a.Elector.(Settler); ok {
 				s.SetSettled(tr.Settled)
 			}
-			if tr.State == state {
+			if !tr.Changed {
 				continue // settled only
 			}
-			state = tr.State
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
 			if tr.State == health.Draining {
 				a.Log.Warn("API server is shutting down, handing the VIP over")

@@ -28,7 +28,7 @@ func (h scriptedHealth) Run(ctx context.Context, out chan<- health.Transition) {
 		case <-ctx.Done():
 			return
 		case s := <-h.in:
-			out <- health.Transition{State: s}
+			out <- health.Transition{State: s, Changed: true}
 		}
 	}
 }
@@ -222,10 +222,10 @@ func TestAgentTellsSettled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
-	h <- health.Transition{State: health.Healthy}
+	h <- health.Transition{State: health.Healthy, Changed: true}
 	h <- health.Transition{State: health.Healthy, Settled: true}
 	h <- health.Transition{State: health.Healthy}
-	h <- health.Transition{State: health.Unhealthy}
+	h <- health.Transition{State: health.Unhealthy, Changed: true}
 	j.waitFor(t, "settled false", "healthy true", "settled true", "settled false", "settled false", "healthy false")
 	cancel()
 	<-done

@@ -75,10 +75,12 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Transition is a change of State, or of Settled, with the result that
-// caused it.
+// Transition is a change of State, or of Settled alone, with the result
+// that caused it.
 type Transition struct {
 	State State
+	// Changed: State changed; false when only Settled did.
+	Changed bool
 	// Settled: healthy, and the latest checks passed (SettleRun): this node
 	// may take the VIP from a holder that fails its checks.
 	Settled bool
@@ -98,7 +100,9 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
+	// sentSettled: the Settled of the latest transition sent.
+	sentSettled bool
+	timeout     *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -334,7 +338,7 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	if c.OnResult != nil {
 		c.OnResult(r)
 	}
-	prev, wasSettled := c.thr.state, c.thr.settled()
+	prev := c.thr.state
 	state, changed := c.thr.judge(r)
 	settled := c.thr.settled()
 	c.mu.Lock()
@@ -353,9 +357,10 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.log.Log(ctx, lvl, "Health check failed", "url", c.cfg.URL, "reason", r.Reason,
 			"consecutive", c.thr.failRun, "threshold", c.cfg.FailThreshold)
 	}
-	if changed || settled != wasSettled {
+	if changed || settled != c.sentSettled { // against what was sent: a reload's RISE_THRESHOLD may change it between checks
+		c.sentSettled = settled
 		select {
-		case out <- Transition{State: state, Settled: settled, Last: r}:
+		case out <- Transition{State: state, Changed: changed, Settled: settled, Last: r}:
 		case <-ctx.Done():
 		}
 	}

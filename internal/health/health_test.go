@@ -330,15 +330,14 @@ func healthyServer(t *testing.T) (*apiserver, *Checker) {
 }
 
 // wantTransition waits for the next transition from out and checks it is
-// to s. Waiting for another state, it skips changes of Settled alone (they
-// come with State Healthy).
+// to s, skipping changes of Settled alone.
 func wantTransition(t *testing.T, out <-chan Transition, s State) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case tr := <-out:
-			if tr.State == Healthy && s != Healthy {
+			if !tr.Changed {
 				continue
 			}
 			if tr.State != s {
@@ -483,20 +482,19 @@ func TestSettled(t *testing.T) {
 		t.Error("settled before any check")
 	}
 	// A pass that came after a stall blamed on the network counts towards
-	// health, not towards settling: the run of steady passes starts again.
+	// health, not towards settling (nor against it).
 	th := NewThresholds(3, 1)
-	th.Judge(Result{OK: true})
-	th.Judge(Result{OK: true})
-	if !th.Settled() {
-		t.Fatal("two passes: not settled")
-	}
+	th.Judge(Result{})
 	if st, _ := th.Judge(Result{OK: true, Stalled: true}); st != Healthy || th.Settled() {
 		t.Errorf("a pass after a stall: %v settled %v, want healthy, unsettled", st, th.Settled())
 	}
 	if th.Judge(Result{OK: true}); th.Settled() {
 		t.Error("one pass after the stalled one: settled")
 	}
+	if th.Judge(Result{OK: true, Stalled: true}); th.Settled() {
+		t.Error("a stalled pass counted")
+	}
 	if th.Judge(Result{OK: true}); !th.Settled() {
-		t.Error("two passes after the stalled one: not settled")
+		t.Error("two steady passes, a stalled one between: not settled")
 	}
 }

@@ -33,7 +33,8 @@ type thresholds struct {
 	fail, rise     int
 	okRun, failRun int
 	state          State
-	// steadyRun: passes in a row that did not stall (Result.Stalled).
+	// steadyRun: passes since the latest failure, but those that stalled
+	// (Result.Stalled).
 	steadyRun int
 }
 
@@ -90,10 +91,11 @@ func (t *thresholds) hung() (State, bool) {
 // connection decides at once, a hung apiserver all but decides, anything
 // else counts towards a threshold.
 func (t *thresholds) judge(r Result) (State, bool) {
-	if r.OK && !r.Stalled {
-		t.steadyRun++
-	} else {
+	switch {
+	case !r.OK:
 		t.steadyRun = 0
+	case !r.Stalled:
+		t.steadyRun++
 	}
 	switch {
 	case r.Draining:
@@ -107,21 +109,23 @@ func (t *thresholds) judge(r Result) (State, bool) {
 	}
 }
 
-// SettleRun is how many checks in a row a healthy node must have passed,
-// none of them after a stall, to take the VIP from a holder that fails its
-// checks (L2: a master at the fail-open priority). A node whose latest
-// check failed, that is healthy again after one passed check, or whose
-// check passed only after stalling on the network (Result.Stalled), is no
+// SettleRun is how many checks a healthy node must have passed since its
+// latest failure, not counting those that passed only after a stall blamed
+// on the network (Result.Stalled), to take the VIP from a holder that fails
+// its checks (L2: a master at the fail-open priority). A node whose latest
+// check failed, or that is healthy again after one passed check, is no
 // better a holder than the failing one: the failure may be one every node
 // shares (loss on the segment stalls every etcd now and then), and a move
-// then only costs the clients a reconnect. Not after a stall, because a
-// check that outlasts the interval is followed by the next at once: two
-// passes a few milliseconds apart after a stall of seconds say little (the
-// stress suite, 20 % loss).
+// then only costs the clients a reconnect. Stalled passes do not count
+// because a check that outlasts the interval is followed by the next at
+// once: two passes a few milliseconds apart after a stall of seconds say
+// little (the stress suite, 20 % loss); they do not reset the count, so a
+// backup whose checks stall now and then still settles.
 const SettleRun = 2
 
-// settled says whether the apiserver is healthy and has passed its latest
-// max(RiseThreshold, SettleRun) checks without a stall.
+// settled says whether the apiserver is healthy and has passed
+// max(RiseThreshold, SettleRun) checks without a stall since its latest
+// failure.
 func (t *thresholds) settled() bool {
 	return t.state == Healthy && t.steadyRun >= max(t.rise, SettleRun)
 }

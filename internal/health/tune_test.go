@@ -28,11 +28,39 @@ func TestTuneThresholds(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for len(out) > 0 {
-		if tr := <-out; tr.State != Healthy { // settled, then unsettled by the first failure: no state change
+		if tr := <-out; tr.Changed { // settled, then unsettled by the first failure: no state change
 			t.Fatalf("transition to %v after 20 failures with a threshold of 1000", tr.State)
 		}
 	}
 	timing.FailThreshold = 1
 	c.Tune(timing)
 	wantTransition(t, out, Unhealthy) // the threshold lowered
+}
+
+// TestSettledAfterARiseReload: a reload that lowers RISE_THRESHOLD between
+// two checks still tells the elector when the node settles (the checker
+// compares with what it sent, not with the state before the check).
+func TestSettledAfterARiseReload(t *testing.T) {
+	_, c := healthyServer(t)
+	c.thr.rise = 3
+	out := make(chan Transition, 16)
+	ctx := context.Background()
+	for _, ok := range []bool{true, true, true, false, true, true} {
+		c.observe(ctx, Result{OK: ok}, out)
+	}
+	var last Transition
+	for len(out) > 0 {
+		last = <-out
+	}
+	if last.State != Healthy || last.Settled {
+		t.Fatalf("after a failure and two passes at rise 3: %+v, want healthy, unsettled", last)
+	}
+	c.thr.rise = 1 // a reload (tune.go), between two checks
+	c.observe(ctx, Result{OK: true}, out)
+	if len(out) == 0 {
+		t.Fatal("settled after the reload, and nothing sent")
+	}
+	if tr := <-out; !tr.Settled || tr.Changed {
+		t.Errorf("after the reload: %+v, want settled, no state change", tr)
+	}
 }

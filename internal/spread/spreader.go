@@ -167,6 +167,9 @@ func (s *Spreader) watch(ctx context.Context, i int, c *health.Checker) {
 	for {
 		select {
 		case tr := <-out:
+			if !tr.Changed {
+				continue // settledness: not a backend's concern
+			}
 			s.pool.SetHealth(i, fromState(tr.State))
 			s.log.Info("Backend health changed", "backend", s.cfg.Remotes[i-1].String(), "state", tr.State, "reason", tr.Last.Reason)
 		case <-ctx.Done():

@@ -14,7 +14,8 @@ import (
 // Fail open: a node whose apiserver fails stays in the election with
 // FailOpenPriority once it has been healthy since it started, so the VIP
 // stays where it is while no node is healthy, still moves if its holder
-// dies, and goes to a healthy node within that node's skew time. A node
+// dies, and goes to a healthy node within that node's skew time once that
+// node's health has settled (health.SettleRun, SetSettled). A node
 // never healthy since it started takes no part, so nothing is bound before
 // bootstrap. With fail open off, an unhealthy node leaves the election.
 type Elector struct {

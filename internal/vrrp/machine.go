@@ -36,8 +36,9 @@ func (s State) String() string {
 
 // FailOpenPriority is the priority of a node whose apiserver is unhealthy
 // but which stays in the election (fail open): it keeps the VIP while no
-// node is healthy, and a healthy backup takes the VIP from it within its
-// skew time whatever Preempt says. Healthy nodes use 2-254.
+// node is healthy, and a healthy, settled backup (Params.Unsettled) takes
+// the VIP from it within its skew time whatever Preempt says. Healthy nodes
+// use 2-254.
 const FailOpenPriority = 1
 
 // Params are an instance's protocol parameters.
@@ -181,25 +182,28 @@ func (m *Machine) SetUnsettled(u bool, now time.Time) {
 }
 
 // reconsider looks again, as a backup, at whether we take the VIP from the
-// master we follow, after our priority or Unsettled changed.
+// master we follow, after our priority or Unsettled changed. Only a change
+// of that answer touches the timer: settledness flickers with every failed
+// check, and a restart of the Master_Down_Timer at each would put off for
+// good the replacement of a master that went silent meanwhile.
 func (m *Machine) reconsider(now time.Time) {
-	if m.state == Backup {
-		switch {
-		case !m.master.IsValid():
-		case m.preempts(m.masterPriority):
-			m.takeOverSoon(now, m.preemptWhy(), true)
-		default:
-			// No longer stronger than the master (we turned unhealthy
-			// before taking its VIP): wait for it as usual. Not a sign of
-			// the master's life: a wait for its host (Served) still counts
-			// from its last advertisement, or priorities flapping faster
-			// than RESTART_WAIT would put the takeover off for good.
-			since, waiting := m.silentSince, m.waiting
-			m.waitFor(now)
-			if !since.IsZero() {
-				m.silentSince, m.waiting = since, waiting
-			}
+	if m.state != Backup || !m.master.IsValid() {
+		return
+	}
+	switch {
+	case m.preempts(m.masterPriority):
+		m.takeOverSoon(now, m.preemptWhy(), true)
+	case m.soonLive:
+		// A takeover from the live master was due, and we turned
+		// unhealthy or unsettled before our skew ran out: follow it again,
+		// its master down interval counted from its last advertisement.
+		// A resignation's takeover (priority 0) stands.
+		since, waiting := m.silentSince, m.waiting
+		if since.IsZero() {
+			since = now
 		}
+		m.waitFor(since)
+		m.waiting = waiting
 	}
 }
 
@@ -219,7 +223,7 @@ func (m *Machine) TookFromLive() bool { return m.tookLive }
 // preemptWhy is the reason of a takeover from the live master we follow.
 func (m *Machine) preemptWhy() string {
 	if m.masterPriority == FailOpenPriority {
-		return fmt.Sprintf("the master %s fails its health checks (fail-open priority 1) and this node is healthy and settled", m.master)
+		return fmt.Sprintf("the master %s advertises the fail-open priority 1 (its apiserver fails its checks) and this node is healthy and settled", m.master)
 	}
 	return fmt.Sprintf("preempting the weaker master %s (priority %d)", m.master, m.masterPriority)
 }
@@ -457,16 +461,17 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
 			m.takeOverSoon(now, fmt.Sprintf("the master %s resigned (priority 0)", src), false)
-		case a.Priority == FailOpenPriority && m.preempts(a.Priority) && m.followsStronger(src):
+		case a.Priority == FailOpenPriority && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
 			// master yields to it on its next advertisement. Taking over
 			// would make a third holder for an interval (the simulation,
-			// seed 20967).
+			// seed 20967); following it, we might once settled.
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority):
 			// A master that keeps the VIP only because no node was
-			// healthy: we are, so we take it within our handover skew.
-			m.master, m.masterPriority = src, a.Priority
+			// healthy: we are, and settled, so we take it within our
+			// handover skew. Its advertisement is its sign of life.
+			m.master, m.masterPriority, m.silentSince = src, a.Priority, now
 			m.takeOverSoon(now, m.preemptWhy(), true)
 		case !m.preempts(a.Priority):
 			m.master, m.masterPriority = src, a.Priority
@@ -475,7 +480,9 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		default:
 			// Preempt and a lower priority: discard, the timer runs out
 			// and we take over, from a master that is alive: no asking.
+			m.master, m.masterPriority, m.silentSince = src, a.Priority, now
 			m.askAt, m.asked = time.Time{}, time.Time{}
+			m.soon, m.soonLive = m.preemptWhy(), true
 		}
 	case Master:
 		switch {
@@ -486,7 +493,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
-		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority) &&
+		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority || m.p.Unsettled) &&
 			!(m.p.Preempt && a.Priority < m.p.Priority):
 			// Our own advertisement is overdue by as long as the backups
 			// wait for one: this process did not run (frozen: SIGSTOP, a

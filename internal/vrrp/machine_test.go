@@ -503,3 +503,45 @@ func TestUnsettledFollowsFailOpen(t *testing.T) {
 		t.Errorf("Preempt: a settled stronger backup did not preempt a weaker master")
 	}
 }
+
+// TestSettlednessFlickerKeepsTheTimer: settledness that flickers (every
+// failed check unsettles) never puts off the replacement of a master that
+// went silent: the Master_Down_Timer counts from its last advertisement.
+// A takeover from a live fail-open master called off by unsettling counts
+// from that master's last advertisement too, not from the moment.
+func TestSettlednessFlickerKeepsTheTimer(t *testing.T) {
+	src := netip.MustParseAddr("192.0.2.11")
+	b := NewMachine(params(100, "192.0.2.12"))
+	b.SetCandidate(true, t0)
+	b.Receive(adv(100, 100), src, t0) // a healthy equal master, then silence
+	end := t0.Add(b.MasterDownInterval())
+	for at := t0.Add(100 * time.Millisecond); at.Before(end); at = at.Add(300 * time.Millisecond) {
+		b.SetUnsettled(true, at)
+		b.SetUnsettled(false, at.Add(150*time.Millisecond))
+	}
+	if b.Deadline() != end {
+		t.Errorf("silent master: timer at %v, want its last advertisement + the master down interval (%v)", b.Deadline().Sub(t0), end.Sub(t0))
+	}
+	if b.Timeout(end); b.State() != Master {
+		t.Fatal("silent master not replaced at the master down interval")
+	}
+
+	f := NewMachine(params(100, "192.0.2.12"))
+	f.SetCandidate(true, t0)
+	f.Receive(adv(FailOpenPriority, 100), src, t0) // settled: a takeover within the skew
+	f.SetUnsettled(true, t0.Add(10*time.Millisecond))
+	if want := t0.Add(f.MasterDownInterval()); f.Deadline() != want {
+		t.Errorf("takeover called off: timer at %v, want the fail-open master's last advertisement + the master down interval (%v)",
+			f.Deadline().Sub(t0), want.Sub(t0))
+	}
+	// A resignation's takeover stands, settled or not.
+	r := NewMachine(params(100, "192.0.2.12"))
+	r.SetCandidate(true, t0)
+	r.Receive(adv(100, 100), src, t0)
+	r.Receive(adv(0, 100), src, t0.Add(time.Second))
+	due := r.Deadline()
+	r.SetUnsettled(true, t0.Add(time.Second+time.Millisecond))
+	if r.Deadline() != due {
+		t.Errorf("a resignation's takeover moved from %v to %v by unsettling", due.Sub(t0), r.Deadline().Sub(t0))
+	}
+}

@@ -67,7 +67,7 @@ func TestRealFailOpenTokenInvalid(t *testing.T) {
 
 // TestRealAllKilledOneRestarted: every apiserver is SIGKILLed; the holder
 // keeps the VIP (fail open); one other node's apiserver is started again and
-// that node takes the VIP within a check of its /livez passing.
+// that node takes the VIP once settled: its second passing check (RISE_THRESHOLD 1).
 func TestRealAllKilledOneRestarted(t *testing.T) {
 	c := newRealCluster(t, 3, lab.APIServerOptions{})
 	c.startControlPlane(t)
