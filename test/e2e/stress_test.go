@@ -501,14 +501,15 @@ type stressCondition struct {
 // guarded says whether a false move of group g in cond fails the test:
 // a freeze never moves the VIP twice (no ping-pong) whatever the setting;
 // at the defaults, a holder starved of CPU or memory or overloaded, a
-// segment with jitter, or advertisements lost keeps it, and no other node
-// holds it too, however briefly (keepsAlone). Loss of every packet is
-// measured, not guarded: at 20 % every setting moved, three adverts an
-// interval as often as one — the loss stalls etcd, whose peers share the
-// segment, and the moves are health moves (issue 35).
+// segment with jitter or loss of every packet, or advertisements lost
+// keeps it. Loss of every packet was measured, not guarded, until a node
+// took the VIP from a failing holder only once settled (issue 35: at 20 %
+// the loss stalls etcd, whose peers share the segment, every node's checks
+// flicker, and the VIP went to whichever passed last; 0 false moves in 10
+// minutes since).
 func guarded(cond stressCondition, g *stressGroup) bool {
 	switch {
-	case cond.real || cond.segmentLoss:
+	case cond.real:
 		return false
 	case cond.freeze > 0:
 		return true
@@ -518,8 +519,11 @@ func guarded(cond stressCondition, g *stressGroup) bool {
 
 // keepsAlone says whether group g must never have two holders in cond
 // but for a handover's moment in each move (a false move fails guarded).
+// Not under loss of every packet: the advertisements that end a stretch of
+// two holders are lost too (20 %: 9 stretches for 7 moves in one 10-minute
+// run at 2bb820c, each under 150 ms; 7 for 7 at 426dd5d, up to 328 ms).
 func keepsAlone(cond stressCondition, g *stressGroup) bool {
-	return guarded(cond, g) && cond.freeze == 0
+	return guarded(cond, g) && cond.freeze == 0 && !cond.segmentLoss
 }
 
 // TestStress runs every condition in turn.
