@@ -215,6 +215,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
+	rec.SetLifetime(l2.Lifetime(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck), time.Now)
 	resume, err := rec.AllBound()
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
@@ -237,7 +238,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	}
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
 		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading,
-		Contests: elector.Established}
+		Contests: elector.Established, Lapsed: elector.Lapsed}
 	var ann *l2.Announcer
 	if known != nil {
 		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)

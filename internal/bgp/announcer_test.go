@@ -33,7 +33,7 @@ func (j *journal) List() ([]netip.Prefix, error) {
 	return slices.Clone(j.addrs), nil
 }
 
-func (j *journal) Add(p netip.Prefix) error {
+func (j *journal) Add(p netip.Prefix, _ time.Duration) error {
 	j.add("bind " + p.String())
 	j.mu.Lock()
 	j.addrs = append(j.addrs, p)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -57,8 +58,11 @@ func (l *Link) List() ([]netip.Prefix, error) {
 }
 
 // Add binds p idempotently: IPv4 with our label, IPv6 with IFA_F_NODAD so it
-// is usable at once instead of tentative.
-func (l *Link) Add(p netip.Prefix) error {
+// is usable at once instead of tentative. A lifetime (whole seconds, at
+// least one) is its valid and preferred lifetime, set anew by each Add: the
+// kernel removes the address once it has passed (`ip addr` shows it
+// "dynamic"); 0 binds it for good.
+func (l *Link) Add(p netip.Prefix, lifetime time.Duration) error {
 	link, err := l.h.LinkByName(l.Name)
 	if err != nil {
 		return fmt.Errorf("finding interface %s: %w", l.Name, err)
@@ -68,6 +72,10 @@ func (l *Link) Add(p netip.Prefix) error {
 		a.Label = Label(l.Name)
 	} else {
 		a.Flags = unix.IFA_F_NODAD
+	}
+	if lifetime > 0 {
+		a.ValidLft = max(1, int(lifetime/time.Second))
+		a.PreferedLft = a.ValidLft
 	}
 	if err := l.h.AddrReplace(link, a); err != nil {
 		return fmt.Errorf("adding %s to %s: %w", p, l.Name, err)

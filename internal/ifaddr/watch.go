@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/novaedge/cpvip/internal/reconcile"
@@ -17,7 +18,7 @@ const resubscribeDelay = 100 * time.Millisecond
 
 // Watch sends events about the interface called name to out until ctx ends:
 // AddrChanged for any address added to or removed from it (coalesced, never
-// blocking), LinkUp and LinkDown when its state flips. It follows the
+// blocking; not for an address set again, as a lifetime's renewal is), LinkUp and LinkDown when its state flips. It follows the
 // interface by name across deletion and re-creation. onLink, if not nil, is
 // called on every change of the link itself (created, deleted, up, down,
 // renamed), before the event is sent: the VRRP election follows the link
@@ -45,6 +46,9 @@ type watcher struct {
 	onLink func()
 	index  int
 	up     bool
+	// present: the addresses on the interface, as the updates since the
+	// subscription's dump tell.
+	present map[netip.Prefix]bool
 }
 
 // subscribe runs one address and link subscription until either closes.
@@ -59,6 +63,7 @@ func (w *watcher) subscribe(ctx context.Context) error {
 	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{}); err != nil {
 		return err
 	}
+	w.dump()
 	for {
 		select {
 		case <-ctx.Done():
@@ -67,7 +72,7 @@ func (w *watcher) subscribe(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if u.LinkIndex == w.index {
+			if u.LinkIndex == w.index && w.changes(u) {
 				w.notify(ctx, reconcile.AddrChanged)
 			}
 		case u, ok := <-links:
@@ -88,6 +93,9 @@ func (w *watcher) link(ctx context.Context, u netlink.LinkUpdate) {
 		w.onLink()
 	}
 	up := u.Header.Type != unix.RTM_DELLINK && attrs.Name == w.name && isUp(u.Link)
+	if w.index != attrs.Index || u.Header.Type == unix.RTM_DELLINK {
+		w.present = nil // another interface: its addresses are news
+	}
 	w.index = attrs.Index
 	if u.Header.Type == unix.RTM_DELLINK {
 		w.index = -1
@@ -101,6 +109,45 @@ func (w *watcher) link(ctx context.Context, u netlink.LinkUpdate) {
 		w.notify(ctx, reconcile.AddrChanged)
 	}
 	w.up = up
+}
+
+// dump reads the interface's addresses after subscribing: an update that
+// sets one of them again is then no news.
+func (w *watcher) dump() {
+	w.present = nil
+	link, err := netlink.LinkByIndex(w.index)
+	if err != nil {
+		return
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return
+	}
+	w.present = map[netip.Prefix]bool{}
+	for _, a := range addrs {
+		if p, ok := Prefix(a.IPNet); ok {
+			w.present[p] = true
+		}
+	}
+}
+
+// changes says whether u adds or removes an address of the interface
+// (an address set again, as a renewal of its lifetime is, changes nothing);
+// with the addresses not known, every update does.
+func (w *watcher) changes(u netlink.AddrUpdate) bool {
+	p, ok := Prefix(&u.LinkAddress)
+	if !ok || w.present == nil {
+		return true
+	}
+	if u.NewAddr == w.present[p] {
+		return false
+	}
+	if u.NewAddr {
+		w.present[p] = true
+	} else {
+		delete(w.present, p)
+	}
+	return true
 }
 
 // notify sends an event; AddrChanged is dropped when one is already queued.

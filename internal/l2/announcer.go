@@ -53,12 +53,18 @@ type Options struct {
 	// announcement of a VIP it holds (Contested): the master for a while,
 	// not one that just took over (vrrp.Elector.Established).
 	Contests func() bool
+	// Lapsed, when set, is told that a held VIP's lifetime ran out while
+	// this process did not run (reconcile.Hooks.Lapsed): the election
+	// binds it again if this node is still its master
+	// (vrrp.Elector.Lapsed).
+	Lapsed func()
 }
 
 // Announcer binds and announces held VIPs on an L2 segment. Hold and Release
 // may be called from any goroutine; everything else runs in Run's goroutine.
 type Announcer struct {
 	opts Options
+	rec  *reconcile.Reconciler
 	loop *reconcile.Loop
 	send func(ifname string, vip netip.Addr) error
 	log  *slog.Logger
@@ -81,12 +87,12 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 	if opts.Gap == 0 {
 		opts.Gap = RepeatGap
 	}
-	a := &Announcer{opts: opts, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
+	a := &Announcer{opts: opts, rec: rec, send: send, log: log, bursts: map[netip.Addr]context.CancelFunc{}}
 	a.SetGARP(opts.Repeat, opts.Refresh)
 	if opts.Guard != nil {
 		rec.SetCheck(opts.Guard)
 	}
-	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Before: a.before, Changed: a.changed, Reannounce: a.reannounce})
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Lapsed: a.lapsed})
 	return a
 }
 
@@ -170,8 +176,15 @@ func (a *Announcer) changed(c reconcile.Change) {
 	switch c.Action {
 	case reconcile.Installed, reconcile.Fixed:
 		a.startBurst(c.VIP.Addr())
-	case reconcile.Removed, reconcile.Lost:
+	case reconcile.Removed, reconcile.Lost, reconcile.Lapsed:
 		a.stopBurst(c.VIP.Addr())
+	}
+}
+
+func (a *Announcer) lapsed(vip netip.Prefix) {
+	a.stopBurst(vip.Addr())
+	if a.opts.Lapsed != nil {
+		a.opts.Lapsed()
 	}
 }
 
@@ -224,7 +237,7 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 			return
 		case <-t.C:
 		}
-		if !a.loop.Wanted(vip) || !a.leading() { // let go; the step that stops the burst follows
+		if !a.loop.Wanted(vip) || !a.leading() || sent > 0 && !a.rec.Fresh(vip) { // let go; the step that stops the burst follows
 			return
 		}
 		if sent > 0 && time.Since(due) > lateRepeat && (!a.caughtUp(ctx, vip, time.Now()) || !a.leading()) {

@@ -13,6 +13,8 @@ func LogChange(log *slog.Logger, mode string, c Change) {
 		log.Info("Control-plane VIP released", "address", c.VIP, "mode", mode)
 	case Lost:
 		log.Warn("Control-plane VIP gone from the interface, not bound again now", "address", c.VIP, "mode", mode)
+	case Lapsed:
+		log.Warn("Control-plane VIP's lifetime ran out while this process did not run: released until the election speaks again", "address", c.VIP, "mode", mode)
 	case Failed:
 		log.Error("Reconciling the VIP failed, will retry", "address", c.VIP, "mode", mode, "error", c.Err)
 	}

@@ -36,6 +36,11 @@ type Hooks struct {
 	// be announced again: all of them after the link came up, or the ones
 	// asked for by Reannounce.
 	Reannounce func(held []netip.Prefix, reason string)
+	// Lapsed runs after a step found a held VIP's lifetime ran out (this
+	// process did not run for that long). The loop no longer holds it; the
+	// election, once it has read what it queued meanwhile, says Hold again
+	// if this node is still to hold it.
+	Lapsed func(vip netip.Prefix)
 }
 
 // Loop runs the reconcile step whenever the desired set changes, the kernel
@@ -49,6 +54,8 @@ type Loop struct {
 	mu      sync.Mutex
 	desired map[netip.Prefix]bool
 	again   map[netip.Prefix]bool // re-announce requests
+	words   uint64                // the election's words (Set, Hold) so far
+	taken   uint64                // words when the latest step's snapshot was taken
 	poke    chan struct{}
 }
 
@@ -62,6 +69,7 @@ func NewLoop(rec *Reconciler, events <-chan Event, period time.Duration, hooks H
 func (l *Loop) Set(vip netip.Prefix, hold bool) {
 	l.mu.Lock()
 	l.desired[vip] = hold
+	l.words++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -73,6 +81,7 @@ func (l *Loop) Hold(vip netip.Prefix) {
 	l.mu.Lock()
 	l.desired[vip] = true
 	l.again[vip] = true
+	l.words++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -121,22 +130,50 @@ func (l *Loop) wake() {
 func (l *Loop) Run(ctx context.Context) {
 	t := quietio.NewTicker(l.period) // a timerfd: one wake-up a pass (quietio.Timer)
 	defer t.Close()
+	renew := quietio.NewTimer(time.Hour) // armed while a held VIP has a lifetime
+	defer renew.Close()
 	linkUp := false
 	for {
 		desired, again := l.snapshot()
 		changes := l.apply(desired)
+		l.lapse(changes)
 		linkUp = l.reannounce(desired, again, changes, linkUp)
+		if at := l.rec.RenewAt(); at.IsZero() {
+			renew.Stop()
+		} else {
+			renew.Reset(time.Until(at))
+		}
 		select {
 		case <-ctx.Done():
 			l.releaseAll()
 			return
 		case <-l.poke:
+		case <-renew.C():
 		case <-t.C():
 		case ev, ok := <-l.events:
 			if !ok {
 				l.events = nil
 			}
 			linkUp = linkUp || ev == LinkUp
+		}
+	}
+}
+
+// lapse lets go of the VIPs whose lifetime ran out: only a new Hold binds
+// them again.
+func (l *Loop) lapse(changes []Change) {
+	for _, c := range changes {
+		if c.Action != Lapsed {
+			continue
+		}
+		l.mu.Lock()
+		if l.words == l.taken { // else the election spoke since: its word stands
+			l.desired[c.VIP] = false
+			delete(l.again, c.VIP)
+		}
+		l.mu.Unlock()
+		if l.hooks.Lapsed != nil {
+			l.hooks.Lapsed(c.VIP)
 		}
 	}
 }
@@ -188,6 +225,7 @@ func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 		desired[k] = v
 	}
 	again, l.again = l.again, map[netip.Prefix]bool{}
+	l.taken = l.words
 	return desired, again
 }
 

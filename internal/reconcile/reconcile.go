@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/bind"
 )
 
 // Addresses is the kernel state a Reconciler corrects: the addresses of one
-// interface. Add must be idempotent (replace); Del of an absent address is no error.
+// interface. Add must be idempotent (replace) and sets the address's
+// lifetime (0: permanent; else the kernel removes the address once that
+// long has passed since the latest Add of it); Del of an absent address is no error.
 type Addresses interface {
 	List() ([]netip.Prefix, error)
-	Add(netip.Prefix) error
+	Add(p netip.Prefix, lifetime time.Duration) error
 	Del(netip.Prefix) error
 }
 
@@ -26,6 +29,11 @@ const (
 	Removed   Action = "removed"   // removed because we do not hold it (also: left by an earlier run)
 	Failed    Action = "failed"    // a kernel call failed; the next pass retries
 	Lost      Action = "lost"      // held, now gone from the interface and not to be bound again now (nothing to remove)
+	// Lapsed: held, gone from the interface because its lifetime ran out
+	// before this process renewed it (it did not run: frozen, starved).
+	// Not bound again by this step: the election's word from before the
+	// lapse is stale (Lifetime).
+	Lapsed Action = "lapsed"
 )
 
 // Change is one action on one VIP.
@@ -52,14 +60,61 @@ type Reconciler struct {
 	held   map[netip.Addr]bool // installed by us and not released since
 	listed bool                // the last Step read the interface's addresses
 	check  Checker             // nil: no conflict check
+	life   Lifetime
+	now    func() time.Time
+	// renewed: when each held VIP's lifetime was last set (zero: not by
+	// this process, as for a VIP found bound at start).
+	renewed map[netip.Addr]time.Time
+	stepped time.Time // the latest Step's time
 
 	mu     sync.Mutex // guards counts, read by status while Step runs
 	counts Counts
 }
 
+// Lifetime is how long the kernel keeps a VIP this process bound without
+// hearing from it again: the dead man's switch of a holder whose process
+// died or stopped running. Zero Valid: permanent.
+type Lifetime struct {
+	// Valid is the address's valid and preferred lifetime, in whole
+	// seconds (the kernel's unit).
+	Valid time.Duration
+	// Renew is how often a held VIP's lifetime is set again.
+	Renew time.Duration
+}
+
+// kernelEarly is how much before its lifetime ends the kernel may remove
+// an address (ADDRCONF_TIMER_FUZZ_MINUS: HZ/50 jiffies).
+const kernelEarly = 20 * time.Millisecond
+
 // New returns a Reconciler for the given VIPs on addrs.
 func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
-	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{}}
+	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{},
+		renewed: map[netip.Addr]time.Time{}, now: time.Now}
+}
+
+// SetLifetime makes every VIP this process binds expire unless renewed,
+// with now as the clock (before the first Step).
+func (r *Reconciler) SetLifetime(l Lifetime, now func() time.Time) { r.life, r.now = l, now }
+
+// RenewAt returns when the next renewal of a held VIP is due, and a step
+// that could not renew one that was due tries again a quarter of a renewal
+// period later; zero: none is due.
+func (r *Reconciler) RenewAt() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var next time.Time
+	if r.life.Valid == 0 {
+		return next
+	}
+	for _, vip := range r.owned {
+		if at := r.renewed[vip.Addr()].Add(r.life.Renew); r.held[vip.Addr()] && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	if retry := r.stepped.Add(r.life.Renew / 4); !next.IsZero() && next.Before(retry) {
+		next = retry
+	}
+	return next
 }
 
 // SetCheck makes the conflict check c one input of every bind decision
@@ -75,11 +130,13 @@ func (r *Reconciler) SetCheck(c Checker) { r.check = c }
 func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.stepped = r.now()
 	actual, err := r.addrs.List()
 	if r.listed = err == nil; !r.listed {
 		return r.count([]Change{{Action: Failed, Err: fmt.Errorf("listing addresses: %w", err)}})
 	}
 	var changes []Change
+	now := r.stepped
 	for _, vip := range r.owned {
 		present := matching(actual, vip.Addr())
 		exact := len(present) == 1 && present[0] == vip
@@ -88,6 +145,15 @@ func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 		case !decided:
 		case hold && exact:
 			r.held[vip.Addr()] = true
+			if c, due := r.renew(vip, now); due {
+				changes = append(changes, c)
+			}
+		case len(present) == 0 && r.lapsed(vip, now):
+			// Our lifetime ran out: this process did not run for longer
+			// than the backups wait, one of them may hold the VIP now, and
+			// the election has not yet read what it queued meanwhile.
+			r.held[vip.Addr()] = false
+			changes = append(changes, Change{VIP: vip, Action: Lapsed})
 		case hold:
 			changes = append(changes, r.install(vip, present))
 		case len(present) > 0:
@@ -132,11 +198,33 @@ func (r *Reconciler) install(vip netip.Prefix, wrong []netip.Prefix) Change {
 			return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("removing %s before re-adding: %w", p, err)}
 		}
 	}
-	if err := r.addrs.Add(vip); err != nil {
+	now := r.now()
+	if err := r.addrs.Add(vip, r.life.Valid); err != nil {
 		return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("adding %s: %w", vip, err)}
 	}
-	r.held[vip.Addr()] = true
+	r.held[vip.Addr()], r.renewed[vip.Addr()] = true, now
 	return Change{VIP: vip, Action: action}
+}
+
+// renew sets the lifetime of vip, held and bound, again when it is due: a
+// VIP found bound at start at once. It returns a change only if that failed.
+func (r *Reconciler) renew(vip netip.Prefix, now time.Time) (Change, bool) {
+	last, ok := r.renewed[vip.Addr()]
+	if r.life.Valid == 0 || ok && now.Sub(last) < r.life.Renew {
+		return Change{}, false
+	}
+	if err := r.addrs.Add(vip, r.life.Valid); err != nil {
+		return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("renewing %s: %w", vip, err)}, true
+	}
+	r.renewed[vip.Addr()] = now
+	return Change{}, false
+}
+
+// lapsed says whether vip, held by this process and gone from the
+// interface, went because its lifetime ran out.
+func (r *Reconciler) lapsed(vip netip.Prefix, now time.Time) bool {
+	last, ok := r.renewed[vip.Addr()]
+	return r.held[vip.Addr()] && r.life.Valid > 0 && ok && now.Sub(last) >= r.life.Valid-kernelEarly
 }
 
 func (r *Reconciler) remove(vip netip.Prefix, present []netip.Prefix) Change {
@@ -146,6 +234,7 @@ func (r *Reconciler) remove(vip netip.Prefix, present []netip.Prefix) Change {
 		}
 	}
 	r.held[vip.Addr()] = false
+	delete(r.renewed, vip.Addr())
 	return Change{VIP: vip, Action: Removed}
 }
 
@@ -203,6 +292,17 @@ func (r *Reconciler) Held(vip netip.Prefix) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.held[vip.Addr()]
+}
+
+// Fresh reports whether vip is held and, bound with a lifetime, renewed
+// within it by our clock: after this process did not run for longer, the
+// kernel may have removed it before any step saw that (an announcement of
+// it would pull the neighbours to an address nobody answers for).
+func (r *Reconciler) Fresh(vip netip.Addr) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.renewed[vip]
+	return r.held[vip] && (r.life.Valid == 0 || !ok || r.now().Sub(last) < r.life.Valid-kernelEarly)
 }
 
 // Counts returns a copy of the totals.

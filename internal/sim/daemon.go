@@ -11,6 +11,7 @@ import (
 	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
@@ -53,6 +54,7 @@ type daemon struct {
 	again   map[netip.Prefix]bool
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
+	renewAt time.Time // when the step that renews the VIPs' lifetime is set
 	linkUp  bool
 	// masterSince: when the core last became master; zero: it is not.
 	masterSince time.Time
@@ -61,6 +63,7 @@ type daemon struct {
 	// frozenUntil: the process does not run until then (freeze.go); what
 	// comes meanwhile waits in queued (packets) and held (the rest).
 	frozenUntil  time.Time
+	frozenSince  time.Time // when it last stopped running
 	thawed       time.Time // when it last ran again
 	queued, held []func()
 	wireDown     time.Time    // until when the conflict-check wires cannot open
@@ -72,9 +75,12 @@ func (h *host) start() *daemon {
 	s := h.s
 	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress, index: h.index,
 		desired: map[netip.Prefix]bool{}, again: map[netip.Prefix]bool{}, bursts: map[netip.Addr]int{}}
-	h.d = d
+	h.d, h.goneAt = d, time.Time{}
 	log := newLogger(s.w, h.name)
 	d.rec = reconcile.New(kernel{h}, d.vips)
+	if h.role == ours {
+		d.rec.SetLifetime(l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck), func() time.Time { return s.w.now })
+	}
 	resume, _ := d.rec.AllBound()
 	if h.role == ours && h.cfg.ConflictCheck {
 		d.known = acd.NewKnown(h.cfg.Peers, d.resolve, func() { d.poke("identity grew") })
@@ -205,7 +211,21 @@ func (d *daemon) step() {
 		case reconcile.Removed, reconcile.Lost:
 			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
 			d.bursts[c.VIP.Addr()]++
+		case reconcile.Lapsed: // reconcile.Loop.lapse, then the hook: the election has read what was queued (freeze.go)
+			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
+			d.bursts[c.VIP.Addr()]++
+			d.desired[c.VIP] = false
+			defer func() { d.core.Timeout(d.h.s.w.now); d.core.Lapsed(d.h.s.w.now); d.settle() }()
 		}
+	}
+	if at := d.rec.RenewAt(); !at.IsZero() && !at.Equal(d.renewAt) {
+		d.renewAt = at
+		d.after(at.Sub(d.h.s.w.now), "renew", func() {
+			if d.renewAt.Equal(at) {
+				d.renewAt = time.Time{}
+				d.step()
+			}
+		})
 	}
 	vips, ok := d.rec.ToAnnounce(desired, again, changes, linkUp)
 	if !ok { // reconcile.Loop: the next pass asks again
@@ -240,7 +260,7 @@ func (d *daemon) burst(vip netip.Addr) {
 	var send func(left, try int)
 	send = func(left, try int) {
 		switch {
-		case d.bursts[vip] != gen || !d.wanted(vip) || (h.role == ours && !d.leading()):
+		case d.bursts[vip] != gen || !d.wanted(vip) || (h.role == ours && !d.leading()) || left < max(1, d.cfg.GARPRepeat) && !d.rec.Fresh(vip):
 			// l2.Announcer.burst: a late repeat (a freeze) waits until the
 			// election read what was queued, then asks this: here the
 			// held events run after the queued packets (freeze.go).
@@ -553,15 +573,17 @@ func (k kernel) List() ([]netip.Prefix, error) {
 	}
 	return k.h.addrs.List()
 }
-func (k kernel) Add(p netip.Prefix) error {
+func (k kernel) Add(p netip.Prefix, lifetime time.Duration) error {
 	if !k.h.iface {
 		return errNoDevice
 	}
-	return k.h.addrs.Add(p)
+	k.h.expire(p, lifetime)
+	return k.h.addrs.Add(p, lifetime)
 }
 func (k kernel) Del(p netip.Prefix) error {
 	if !k.h.iface {
 		return errNoDevice
 	}
+	delete(k.h.lapse, p)
 	return k.h.addrs.Del(p)
 }

@@ -28,6 +28,9 @@ func (d *daemon) when(packet bool, do func()) {
 // freeze stops d's process for dt (SIGSTOP, then SIGCONT).
 func (d *daemon) freeze(dt time.Duration) {
 	w := d.h.s.w
+	if !d.frozen() {
+		d.frozenSince = w.now
+	}
 	if end := w.now.Add(dt); end.After(d.frozenUntil) {
 		d.frozenUntil = end
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 )
 
@@ -53,11 +54,15 @@ type host struct {
 	// linkedSince: when the interface last came to exist with carrier.
 	linkedSince time.Time
 	addrs       *reconciletest.Addrs
-	neigh       map[netip.Addr]net.HardwareAddr
-	api         api
-	slowBy      time.Duration
-	env         map[string]string // the env file
-	cfg         *config.Config    // what the daemon starts with: the env file's
+	// lapse: when the kernel removes each address bound with a lifetime.
+	lapse map[netip.Prefix]time.Time
+	// goneAt: when the latest daemon was killed or stopped (zero: one runs).
+	goneAt time.Time
+	neigh  map[netip.Addr]net.HardwareAddr
+	api    api
+	slowBy time.Duration
+	env    map[string]string // the env file
+	cfg    *config.Config    // what the daemon starts with: the env file's
 	// netlinkDown: until when the identity's netlink subscription fails
 	// (acd.WatchKernel): the kernel's table changes do not reach it.
 	netlinkDown time.Time
@@ -73,6 +78,38 @@ func (h *host) holds(vip netip.Addr) bool { return h.linked() && h.bound(vip) }
 func (h *host) bound(vip netip.Addr) bool {
 	list, _ := h.addrs.List()
 	return slices.ContainsFunc(list, func(p netip.Prefix) bool { return p.Addr() == vip })
+}
+
+// expire sets p's lifetime (0: permanent): unless set again, the kernel
+// removes p that long later, and up to l2.KernelLate after (a spread drawn
+// from the time, not the world's randomness: the schedules stay as drawn),
+// and the daemon hears of it by netlink.
+func (h *host) expire(p netip.Prefix, lifetime time.Duration) {
+	if lifetime == 0 {
+		delete(h.lapse, p)
+		return
+	}
+	w := h.s.w
+	at := w.now.Add(lifetime + time.Duration(w.now.UnixNano()%int64(l2.KernelLate)))
+	if h.lapse == nil {
+		h.lapse = map[netip.Prefix]time.Time{}
+	}
+	h.lapse[p] = at
+	addrs := h.addrs
+	w.at(at, h.name+" lifetime of "+p.String()+" ran out", func() {
+		if h.addrs != addrs || !h.lapse[p].Equal(at) {
+			return
+		}
+		delete(h.lapse, p)
+		h.addrs.Del(p)
+		if d := h.d; d != nil {
+			h.s.w.after(netlinkDelay, "netlink addr gone", func() {
+				if h.d == d {
+					d.when(false, func() { d.poke("address gone") })
+				}
+			})
+		}
+	})
 }
 
 // receive is the kernel's part of a frame, then the daemon's.
@@ -191,10 +228,10 @@ func (h *host) setLink(exists, carrier bool) {
 	if exists && !h.iface {
 		h.index++
 		h.mac = net.HardwareAddr{2, 0, 0, byte(h.index), 0, h.mac[5]}
-		h.addrs = reconciletest.New(netip.PrefixFrom(h.ip, 24))
+		h.addrs, h.lapse = reconciletest.New(netip.PrefixFrom(h.ip, 24)), nil
 	}
 	if !exists {
-		h.addrs = reconciletest.New()
+		h.addrs, h.lapse = reconciletest.New(), nil
 		h.flush()
 	}
 	if exists && carrier && !h.linked() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
@@ -77,7 +78,7 @@ type expectation struct {
 
 // check runs every invariant; the first that fails is returned.
 func (s *sim) check() error {
-	for _, c := range []func() *Failure{s.neverTwoHolders, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
+	for _, c := range []func() *Failure{s.neverTwoHolders, s.noVIPOutlivesItsDaemon, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
 		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.expectations} {
 		if f := c(); f != nil {
 			f.At = s.w.now.Sub(epoch)
@@ -100,6 +101,31 @@ func (s *sim) neverTwoHolders() *Failure {
 	if d := s.w.now.Sub(from); d > s.bounds.twoHolders {
 		return &Failure{"never two holders", 0, fmt.Sprintf("%s hold %s at once for %v on a whole segment (bound %v)",
 			names(hs), vip4, d, s.bounds.twoHolders)}
+	}
+	return nil
+}
+
+// noVIPOutlivesItsDaemon: a host whose daemon was killed, or has not run
+// (frozen), for longer than the VIP's lifetime and the kernel's lateness
+// answers for no VIP: the backups may have taken over (they wait
+// RESTART_WAIT at most, and the lifetime lapses before).
+func (s *sim) noVIPOutlivesItsDaemon() *Failure {
+	for _, h := range s.group {
+		if h.role != ours || !h.bound(vip4.Addr()) {
+			continue
+		}
+		since, what := h.goneAt, "killed"
+		if h.d != nil {
+			since, what = time.Time{}, ""
+			if h.d.frozen() {
+				since, what = h.d.frozenSince, "frozen"
+			}
+		}
+		life := l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck).Valid
+		if d := s.w.now.Sub(since); !since.IsZero() && d > life+l2.KernelLate {
+			return &Failure{"no VIP outlives its daemon", 0, fmt.Sprintf("%s still has %s bound %v after its daemon was %s (lifetime %v)",
+				h.name, vip4, d, what, life)}
+		}
 	}
 	return nil
 }
@@ -234,6 +260,12 @@ func (s *sim) expect(f fault, t *host) {
 	}
 	start := s.w.now
 	n := len(s.inv.expects)
+	// kept: how long the daemon may not run with its VIP still bound: the
+	// lifetime, less the renewal period (renewed up to that long before),
+	// the kernel's earliness, and the restarted daemon's first check and
+	// interval of listening.
+	life := l2.Lifetime(t.cfg.AdvertInterval, t.cfg.RestartWait, t.cfg.ConflictCheck)
+	kept := life.Valid - life.Renew - 50*time.Millisecond
 	defer func() { s.inv.expected += len(s.inv.expects) - n }()
 	switch {
 	case f.What == fFlap && f.Dur < 2*i-50*time.Millisecond && s.alone(f, f.Dur+3*i):
@@ -247,7 +279,7 @@ func (s *sim) expect(f fault, t *host) {
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",
 			start, start.Add(f.Dur + 3*i), stays})
-	case f.What == fFreeze && f.Dur < max(2*i, s.backupsWait(t)-2*i)-10*time.Millisecond && s.alone(f, f.Dur+3*i):
+	case f.What == fFreeze && f.Dur < min(kept, max(2*i, s.backupsWait(t)-2*i)-10*time.Millisecond) && s.alone(f, f.Dur+3*i):
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a freeze shorter than the backups wait moves nothing",
 			start, start.Add(f.Dur + 3*i), stays})
@@ -258,7 +290,7 @@ func (s *sim) expect(f fault, t *host) {
 		gone := func() bool { return !t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
 			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
-	case f.What == fKill && f.Dur > i && f.Dur < s.backupsWait(t)-3*i-200*time.Millisecond &&
+	case f.What == fKill && f.Dur > i && f.Dur < min(kept-i-50*time.Millisecond, s.backupsWait(t)-3*i-200*time.Millisecond) &&
 		(s.alone(f, f.Dur+3*i) || s.besideRestart(f, t, f.Dur+3*i)) && reflect.DeepEqual(*t.cfg, *t.d.cfg):
 		// Past the master-down interval, within RESTART_WAIT (less the
 		// intervals of the last advertisement and the asking, and the

@@ -222,7 +222,7 @@ func (s *sim) apply(f fault) {
 			}
 			t.d.stop()
 		}
-		t.d = nil
+		t.d, t.goneAt = nil, w.now
 		later("start", func() {
 			if t.d == nil {
 				t.start()
@@ -294,7 +294,7 @@ func (s *sim) strangerHolds(on, announce bool) {
 	h := s.stranger
 	for _, v := range s.vips {
 		if on {
-			h.addrs.Add(v)
+			h.addrs.Add(v, 0)
 			if announce {
 				s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: v.Addr()})
 			}

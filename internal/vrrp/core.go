@@ -41,6 +41,10 @@ type Core struct {
 
 	resuming    bool      // the VIPs found bound at start wait for a verdict
 	resumeUntil time.Time // then they go
+	// resumeAt: healthy, resume then, one advertisement interval after
+	// Start, unless another master is heard first (zero: no verdict yet).
+	resumeAt    time.Time
+	started     time.Time // Start's time: the transports were listening by then
 	handingOver bool      // resigned (or yielded) with the VIPs still bound
 	heard       bool      // the new master announced itself while handing over
 	handoverAt  time.Time // release them then; zero: no handover timer
@@ -78,7 +82,7 @@ func (c *Core) Start(now time.Time) {
 		c.out.Decide(false)
 		return
 	}
-	c.resuming, c.resumeUntil = true, now.Add(c.resumeWait())
+	c.resuming, c.resumeUntil, c.started = true, now.Add(c.resumeWait()), now
 	c.log.Info("VIP found bound at start (an earlier run was killed): keeping it until the first health check decides", "at_most", c.resumeWait())
 }
 
@@ -114,16 +118,21 @@ func (c *Core) Deadline() time.Time {
 			next = at
 		}
 	}
-	if c.resuming && (next.IsZero() || c.resumeUntil.Before(next)) {
-		next = c.resumeUntil
+	for _, at := range []time.Time{c.resumeUntil, c.resumeAt} {
+		if c.resuming && !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
 	}
 	return next
 }
 
 // Timeout runs what is due at now.
 func (c *Core) Timeout(now time.Time) {
+	if c.resuming && !c.resumeAt.IsZero() && !now.Before(c.resumeAt) {
+		c.resume(now)
+	}
 	if c.resuming && !now.Before(c.resumeUntil) {
-		c.endResume("no health verdict in time")
+		c.endResume("no health verdict in time", now)
 	}
 	if !c.againAt.IsZero() && !now.Before(c.againAt) {
 		c.againAt = time.Time{}
@@ -165,13 +174,18 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	// SYN retransmission a second later.
 	resign := p == 0 && c.m.State() == Master
 	if c.resuming && p > 0 && why == "" {
-		c.resuming = false
+		// A restarted daemon resumes only once it has listened for a whole
+		// advertisement interval and heard no master (Receive ends the
+		// resume): another node may have taken over while it was down.
 		c.priority = p
 		c.m.SetPriority(p, now) // in Initialize: no action
-		c.apply(c.m.Resume(now), false, now)
+		c.resumeAt = c.started.Add(c.cfg.Interval)
+		if !now.Before(c.resumeAt) {
+			c.resume(now)
+		}
 		return
 	}
-	c.endResume("the apiserver is not healthy")
+	c.endResume("the apiserver is not healthy", now)
 	c.apply(c.setPriority(p, now), resign, now)
 	if resign {
 		c.handingOver, c.heard = true, false
@@ -198,7 +212,7 @@ func (c *Core) setPriority(p uint8, now time.Time) []Action {
 // Receive handles a valid advertisement of our group from src.
 func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	if a.Priority > 0 {
-		c.endResume("another master announces itself: " + src.String())
+		c.endResume("another master announces itself: "+src.String(), now)
 	}
 	if a.Priority > 0 && c.handingOver && !c.heard { // only a master advertises
 		// Its gratuitous ARP / NA follows its advertisement by a moment: a
@@ -251,6 +265,17 @@ func (c *Core) Carrier(up bool, now time.Time) {
 	c.apply(acts, false, now)
 }
 
+// Lapsed is told that the lifetime of the VIPs ran out before this process
+// renewed it (it did not run: frozen, starved) and the reconcile loop let
+// them go. Called once the advertisements queued meanwhile are read: a
+// master still, no other took over, so it binds them again.
+func (c *Core) Lapsed(now time.Time) {
+	if c.m.State() == Master {
+		c.log.Warn("The VIP's lifetime ran out while this process did not run: binding it again", "vrid", c.cfg.VRID)
+		c.out.Decide(true)
+	}
+}
+
 // Gone leaves the election because the interface was deleted or made
 // again (msg is logged once); carrier on the new interface starts it as a
 // backup (Machine.Forget).
@@ -270,14 +295,25 @@ func (c *Core) Shutdown(now time.Time) {
 	c.resuming = false
 }
 
-// endResume releases the VIPs found at start if they still wait, saying why.
-func (c *Core) endResume(why string) {
+// resume makes the node master of the VIPs it found bound at start.
+func (c *Core) resume(now time.Time) {
+	c.resuming, c.resumeAt = false, time.Time{}
+	c.apply(c.m.Resume(now), false, now)
+}
+
+// endResume releases the VIPs found at start if they still wait, saying
+// why; a healthy verdict that waited for the resume joins the election.
+func (c *Core) endResume(why string, now time.Time) {
 	if !c.resuming {
 		return
 	}
-	c.resuming = false
+	healthy := !c.resumeAt.IsZero()
+	c.resuming, c.resumeAt = false, time.Time{}
 	c.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
 	c.out.Decide(false)
+	if healthy {
+		c.apply(c.setPriority(c.priority, now), false, now)
+	}
 }
 
 // handedOver releases the VIP a resigned master kept, if it kept it.

@@ -139,6 +139,9 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 // router of our group (Instance.Served).
 func (e *Elector) Served(member bool) { e.inst.Served(member) }
 
+// Lapsed says a held VIP's lifetime ran out (Instance.Lapsed).
+func (e *Elector) Lapsed() { e.inst.Lapsed() }
+
 // LinkChanged says the interface changed (Instance.LinkChanged).
 func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
 

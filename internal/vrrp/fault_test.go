@@ -197,6 +197,7 @@ func TestResumeDuringAFaultIsACandidate(t *testing.T) {
 	c.Start(t0)
 	c.Carrier(false, t0.Add(time.Millisecond))
 	c.SetPriority(100, "", t0.Add(5*time.Millisecond))
+	c.Timeout(c.Deadline()) // the resume, an interval after the start
 	c.Carrier(true, t0.Add(3*time.Second))
 	if c.State() != Backup {
 		t.Fatalf("carrier back after a resume in fault: %v, want backup", c.State())

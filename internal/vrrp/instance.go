@@ -88,6 +88,7 @@ type Instance struct {
 	served   chan answer   // Served's latest answer
 	asking   atomic.Bool   // Ask was called and Served has not answered it
 	link     chan struct{} // the interface changed: look at it now
+	lapsed   chan struct{} // a held VIP's lifetime ran out (Lapsed)
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -130,7 +131,7 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	}
 	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
 		settled: make(chan bool, 1), served: make(chan answer, 1),
-		link: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
+		link: make(chan struct{}, 1), lapsed: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
@@ -201,6 +202,18 @@ func (i *Instance) Served(member bool) {
 func (i *Instance) LinkChanged() {
 	select {
 	case i.link <- struct{}{}:
+	default:
+	}
+}
+
+// Lapsed says that the lifetime of a VIP this node held ran out: the
+// process did not run for that long (frozen, starved), the reconcile loop
+// let the VIP go, and Run, once it has read what the kernel queued
+// meanwhile, binds it again if this node is still the master
+// (Core.Lapsed). It does not block.
+func (i *Instance) Lapsed() {
+	select {
+	case i.lapsed <- struct{}{}:
 	default:
 	}
 }
@@ -301,6 +314,10 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.Receive(p.adv, p.src, time.Now())
 		case a := <-i.served:
 			core.Served(a.member, a.at)
+		case <-i.lapsed:
+			i.drain(core, packets)
+			core.Timeout(time.Now())
+			core.Lapsed(time.Now())
 		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
 			i.drain(core, packets)
 			core.Timeout(time.Now())

@@ -52,3 +52,50 @@ func TestResumeGivesUp(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeListensAnIntervalFirst: a restarted daemon whose first health
+// verdict comes before it has read the advertisements of the node that took
+// over while it was down (its queued packets and the verdict meet in one
+// select) does not become master: it resumes only after listening a whole
+// advertisement interval and hearing no master. On the build before this
+// rule it resumed at the verdict, advertised, and took the VIP back from
+// the node that held it.
+func TestResumeListensAnIntervalFirst(t *testing.T) {
+	var out recordOutput
+	c := NewCore(resumeConfig(200*time.Millisecond), &out, discard)
+	c.Start(t0)
+	c.SetPriority(100, "", t0.Add(2*time.Millisecond)) // the verdict, first
+	if c.State() == Master || len(out.sent) > 0 {
+		t.Fatalf("resumed at the verdict, before an interval of listening: %s, sent %v", c.State(), out.sent)
+	}
+	if at := c.Deadline(); !at.Equal(t0.Add(200 * time.Millisecond)) {
+		t.Fatalf("resume due at %v, want an interval after the start", at.Sub(t0))
+	}
+	// The taker's advertisement, read after the verdict.
+	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.9"), t0.Add(3*time.Millisecond))
+	c.Timeout(t0.Add(200 * time.Millisecond))
+	if c.State() != Backup || len(out.sent) > 0 || len(out.decided) == 0 || slices.Contains(out.decided, true) {
+		t.Fatalf("state %s, sent %v, decided %v: want the VIP released, a backup, never master", c.State(), out.sent, out.decided)
+	}
+}
+
+// TestResumeAfterAQuietInterval: heard no master for an interval, the
+// healthy restarted daemon resumes, keeping the VIP it found bound.
+func TestResumeAfterAQuietInterval(t *testing.T) {
+	var out recordOutput
+	c := NewCore(resumeConfig(200*time.Millisecond), &out, discard)
+	c.Start(t0)
+	c.SetPriority(100, "", t0.Add(2*time.Millisecond))
+	c.Timeout(c.Deadline())
+	if c.State() != Master || slices.Contains(out.decided, false) || len(out.sent) != 1 {
+		t.Fatalf("state %s, sent %v, decided %v: want master at once, the VIP kept", c.State(), out.sent, out.decided)
+	}
+	// A verdict that comes after the interval resumes at once.
+	var late recordOutput
+	c = NewCore(resumeConfig(200*time.Millisecond), &late, discard)
+	c.Start(t0)
+	c.SetPriority(100, "", t0.Add(300*time.Millisecond))
+	if c.State() != Master {
+		t.Fatalf("late verdict: %s, want master at once", c.State())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Addrs is an interface's addresses in memory. It records every mutation and
@@ -28,11 +29,16 @@ func (a *Addrs) List() ([]netip.Prefix, error) {
 	return slices.Clone(a.addrs), a.failList
 }
 
-// Add implements reconcile.Addresses.
-func (a *Addrs) Add(p netip.Prefix) error {
+// Add implements reconcile.Addresses; a lifetime is recorded in the
+// mutation ("add P for 3s"), not kept (Lifetimes does).
+func (a *Addrs) Add(p netip.Prefix, lifetime time.Duration) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.mutations = append(a.mutations, "add "+p.String())
+	m := "add " + p.String()
+	if lifetime > 0 {
+		m += " for " + lifetime.String()
+	}
+	a.mutations = append(a.mutations, m)
 	if a.failAdd != nil {
 		return a.failAdd
 	}

@@ -1,0 +1,31 @@
+package l2
+
+import (
+	"time"
+
+	"github.com/novaedge/cpvip/internal/reconcile"
+)
+
+// KernelLate is how long after its lifetime ends the kernel may still have
+// an address: its lifetime worker runs late by that much at most (measured
+// on Linux 6.18: 4-165 ms after a renewal, IPv4 and IPv6 alike).
+const KernelLate = 200 * time.Millisecond
+
+// Lifetime is the lifetime of the VIP an L2 holder binds, the kernel's dead
+// man's switch: unless the holder renews it, it lapses before a backup takes
+// over from a master whose host still answers for the VIP (RESTART_WAIT
+// with the conflict check, else the master down interval, at most four
+// intervals), so a daemon killed or frozen for longer never leaves two
+// hosts answering for the VIP; and it is as long as that allows, so a
+// quick restart still finds the VIP bound and resumes. Whole seconds (the
+// kernel's unit): the wait less half a second, rounded down, at least a
+// second. Renewed four times a lifetime: a late renewal (a starved process)
+// loses nothing.
+func Lifetime(interval, restartWait time.Duration, conflictCheck bool) reconcile.Lifetime {
+	wait := 4 * interval
+	if conflictCheck && restartWait > wait {
+		wait = restartWait
+	}
+	valid := max(time.Second, (wait - 500*time.Millisecond).Truncate(time.Second))
+	return reconcile.Lifetime{Valid: valid, Renew: valid / 4}
+}
