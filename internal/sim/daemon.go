@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/novaedge/cpvip/internal/acd"
@@ -518,6 +519,15 @@ func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
 		inv := &o.d.h.s.inv
 		if o.d.h.role == ours && o.d.core.TookFromLive() && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
+		}
+		if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
+			for _, h := range o.d.h.s.group {
+				seg := o.d.h.s.seg
+				hears := seg.loss == 0 && seg.side[h] == seg.side[o.d.h] && h.linked() && o.d.h.linked() && now.Sub(seg.faultAt) >= o.d.cfg.AdvertInterval
+				if h != o.d.h && hears && h.d != nil && !h.d.frozen() && h.d.leading() && now.Sub(h.d.masterSince) >= o.d.cfg.AdvertInterval {
+					inv.resumedBeside = fmt.Sprintf("%s resumed as master while %s had been master for %v", o.d.h.name, h.name, now.Sub(h.d.masterSince))
+				}
+			}
 		}
 	}
 }

@@ -31,7 +31,9 @@ type bounds struct {
 	// two master-down intervals, the check's settle and a probe.
 	quiet time.Duration
 	// candidate: the longest a healthy node with carrier may stay out of
-	// the election: the instance's interface check runs every second.
+	// the election: the instance's interface check runs every second; a
+	// restarted node that found the VIP bound listens for another master
+	// first (vrrp.ResumeListen).
 	candidate time.Duration
 	// settled: how long after a fault the group is settled again when
 	// nothing else happened: two master-down intervals and a probe.
@@ -50,7 +52,7 @@ func newBounds(sh shape) bounds {
 		twoHolders: i + 150*time.Millisecond + 4*d,
 		stranger:   i*3/2 + acd.ProbeEvery + acd.AnswerWait + 4*d + 100*time.Millisecond,
 		quiet:      2*masterDown + 3*time.Second + 3*time.Second + time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
-		candidate:  refreshEvery + 100*time.Millisecond,
+		candidate:  max(refreshEvery, vrrp.ResumeListen(i)) + 100*time.Millisecond,
 		settled:    2*masterDown + acd.ProbeEvery + time.Second,
 		flapGap:    netlinkDelay + acd.AnswerWait + 20*time.Millisecond + 2*d,
 	}
@@ -64,6 +66,7 @@ type state struct {
 	expected         int    // expectations registered
 	announcedUnbound string // set when one of our nodes starts announcing a VIP it has not bound
 	unsettledTaker   string // set when one of our nodes takes the VIP from a live master while not settled
+	resumedBeside    string // set when a restarted node resumes as master while another master serves
 }
 
 func newState() state { return state{} }
@@ -79,7 +82,7 @@ type expectation struct {
 // check runs every invariant; the first that fails is returned.
 func (s *sim) check() error {
 	for _, c := range []func() *Failure{s.neverTwoHolders, s.noVIPOutlivesItsDaemon, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
-		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.expectations} {
+		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.resumesAlone, s.expectations} {
 		if f := c(); f != nil {
 			f.At = s.w.now.Sub(epoch)
 			return f
@@ -169,6 +172,17 @@ func (s *sim) takersSettled() *Failure {
 		return nil
 	}
 	return &Failure{"a node takes the VIP from a live master only once settled", 0, s.inv.unsettledTaker}
+}
+
+// resumesAlone: a restarted daemon that found the VIP bound resumes as
+// master only when no other master has advertised for an interval: it never
+// takes the VIP from a node that took over while it was down. Always, no
+// bound.
+func (s *sim) resumesAlone() *Failure {
+	if s.inv.resumedBeside == "" {
+		return nil
+	}
+	return &Failure{"a restarted node never takes the VIP from a live master", 0, s.inv.resumedBeside}
 }
 
 // eligible says whether h should be able to hold the VIP: its daemon runs,

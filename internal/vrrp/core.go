@@ -70,6 +70,12 @@ func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
 // backup would have taken over.
 func (c *Core) resumeWait() time.Duration { return max(3*c.cfg.Interval, c.cfg.ServedWait) }
 
+// ResumeListen is how long a restarted daemon listens for another master
+// before it resumes: an advertisement interval (a master advertises at
+// least that often), and a quarter more for the network's delay and a late
+// timer.
+func ResumeListen(interval time.Duration) time.Duration { return interval * 5 / 4 }
+
 // handoverWait is how long a master that resigned keeps the VIP bound while
 // no other master announces itself: a master-down interval and a little
 // more, after which no backup will take over.
@@ -179,7 +185,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		// resume): another node may have taken over while it was down.
 		c.priority = p
 		c.m.SetPriority(p, now) // in Initialize: no action
-		c.resumeAt = c.started.Add(c.cfg.Interval)
+		c.resumeAt = c.started.Add(ResumeListen(c.cfg.Interval))
 		if !now.Before(c.resumeAt) {
 			c.resume(now)
 		}

@@ -68,12 +68,12 @@ func TestResumeListensAnIntervalFirst(t *testing.T) {
 	if c.State() == Master || len(out.sent) > 0 {
 		t.Fatalf("resumed at the verdict, before an interval of listening: %s, sent %v", c.State(), out.sent)
 	}
-	if at := c.Deadline(); !at.Equal(t0.Add(200 * time.Millisecond)) {
-		t.Fatalf("resume due at %v, want an interval after the start", at.Sub(t0))
+	if at := c.Deadline(); !at.Equal(t0.Add(250 * time.Millisecond)) {
+		t.Fatalf("resume due at %v, want an interval and a quarter after the start", at.Sub(t0))
 	}
 	// The taker's advertisement, read after the verdict.
 	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.9"), t0.Add(3*time.Millisecond))
-	c.Timeout(t0.Add(200 * time.Millisecond))
+	c.Timeout(t0.Add(250 * time.Millisecond))
 	if c.State() != Backup || len(out.sent) > 0 || len(out.decided) == 0 || slices.Contains(out.decided, true) {
 		t.Fatalf("state %s, sent %v, decided %v: want the VIP released, a backup, never master", c.State(), out.sent, out.decided)
 	}
