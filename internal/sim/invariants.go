@@ -109,9 +109,10 @@ func (s *sim) neverTwoHolders() *Failure {
 }
 
 // noVIPOutlivesItsDaemon: a host whose daemon was killed, or has not run
-// (frozen), for longer than the VIP's lifetime and the kernel's lateness
-// answers for no VIP: the backups may have taken over (they wait
-// RESTART_WAIT at most, and the lifetime lapses before).
+// (frozen), for longer than the backups wait for a silent master whose host
+// answers for the VIP (RESTART_WAIT with the conflict check, else four
+// intervals; a second where that is shorter) and the kernel's lateness
+// answers for no VIP: the backups may have taken over.
 func (s *sim) noVIPOutlivesItsDaemon() *Failure {
 	for _, h := range s.group {
 		if h.role != ours || !h.bound(vip4.Addr()) {
@@ -124,10 +125,13 @@ func (s *sim) noVIPOutlivesItsDaemon() *Failure {
 				since, what = h.d.frozenSince, "frozen"
 			}
 		}
-		life := l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck).Valid
-		if d := s.w.now.Sub(since); !since.IsZero() && d > life+l2.KernelLate {
-			return &Failure{"no VIP outlives its daemon", 0, fmt.Sprintf("%s still has %s bound %v after its daemon was %s (lifetime %v)",
-				h.name, vip4, d, what, life)}
+		wait := 4 * h.cfg.AdvertInterval
+		if h.cfg.ConflictCheck && h.cfg.RestartWait > wait {
+			wait = h.cfg.RestartWait
+		}
+		if d := s.w.now.Sub(since); !since.IsZero() && d > max(wait, time.Second)+l2.KernelLate {
+			return &Failure{"no VIP outlives its daemon", 0, fmt.Sprintf("%s still has %s bound %v after its daemon was %s (the backups wait %v)",
+				h.name, vip4, d, what, wait)}
 		}
 	}
 	return nil
