@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,6 +25,8 @@ type Addr struct {
 	Label     string
 	Tentative bool
 	NoDAD     bool
+	// ValidLft is the seconds left of its valid lifetime; 0: permanent.
+	ValidLft int
 }
 
 // Addrs lists the addresses of the host's eth0.
@@ -71,8 +74,12 @@ func (h *Host) AddrsOf(dev string) ([]Addr, error) {
 			continue
 		}
 		ones, _ := a.Mask.Size()
+		valid := a.ValidLft
+		if uint32(valid) == math.MaxUint32 { // INFINITY_LIFE_TIME
+			valid = 0
+		}
 		addrs = append(addrs, Addr{Prefix: netip.PrefixFrom(ip, ones), Label: a.Label,
-			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, NoDAD: a.Flags&unix.IFA_F_NODAD != 0})
+			Tentative: a.Flags&unix.IFA_F_TENTATIVE != 0, NoDAD: a.Flags&unix.IFA_F_NODAD != 0, ValidLft: valid})
 	}
 	return addrs, nil
 }
