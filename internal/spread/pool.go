@@ -42,11 +42,14 @@ type Pool struct {
 	mu   sync.Mutex
 	st   []BackendStatus
 	next int // where the search for a tie starts: rotates
+	// cuts: per backend, how to end each connection it carries (Carried).
+	cuts   []map[uint64]func()
+	cutSeq uint64
 }
 
 // NewPool returns a pool of bs, all Unknown.
 func NewPool(bs []Backend) *Pool {
-	p := &Pool{st: make([]BackendStatus, len(bs))}
+	p := &Pool{st: make([]BackendStatus, len(bs)), cuts: make([]map[uint64]func(), len(bs))}
 	for i, b := range bs {
 		p.st[i].Backend = b
 	}
@@ -141,12 +144,43 @@ func (p *Pool) DialFailed(i int) {
 }
 
 // SetHealth records backend i's verdict; Up, a check has just passed.
+// Down ends every connection backend i carries: its clients reconnect at
+// once, to a backend that answers, instead of waiting for their keepalive
+// to find a dead peer.
 func (p *Pool) SetHealth(i int, h Health) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	was := p.st[i].Health
 	p.st[i].Health = h
 	if h == Up {
 		p.st[i].DialFailed = false
+	}
+	var cuts []func()
+	if h == Down && was != Down {
+		for _, cut := range p.cuts[i] {
+			cuts = append(cuts, cut)
+		}
+	}
+	p.mu.Unlock()
+	for _, cut := range cuts {
+		cut()
+	}
+}
+
+// Carried registers cut as the way to end a connection backend i carries,
+// until done is called.
+func (p *Pool) Carried(i int, cut func()) (done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutSeq++
+	id := p.cutSeq
+	if p.cuts[i] == nil {
+		p.cuts[i] = map[uint64]func(){}
+	}
+	p.cuts[i][id] = cut
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.cuts[i], id)
 	}
 }
 

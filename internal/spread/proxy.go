@@ -188,7 +188,9 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 			p.Log.Info("A backend failed before answering: sending the connection to the next", "backend", be.Addr.String(), "error", err)
 			continue
 		}
+		done := p.Pool.Carried(i, func() { c.Close(); b.Close() })
 		pipe(c, b)
+		done()
 		p.Pool.Closed(i)
 		return
 	}

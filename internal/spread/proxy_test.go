@@ -255,3 +255,33 @@ func TestProxyShutdownClosesBackendsToo(t *testing.T) {
 		t.Fatal("Serve still waits on a silent backend 5 s after its context ended")
 	}
 }
+
+// A backend marked Down loses the connections it carries (its clients
+// reconnect at once, to one that answers); the other backends' stay.
+func TestProxyCutsTheConnectionsOfABackendMarkedDown(t *testing.T) {
+	p := upPool(backend(t, "a"), backend(t, "b"))
+	addr := startProxy(t, p)
+	conns := map[string]*bufio.Reader{}
+	for len(conns) < 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		r := bufio.NewReader(c)
+		name, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[strings.TrimSpace(name)] = r
+		t.Cleanup(func() { c.Close() })
+	}
+	p.SetHealth(1, Down)
+	if _, err := conns["b"].ReadByte(); err == nil {
+		t.Error("b's connection still open after b was marked down")
+	}
+	if st := p.Status(); st[0].Active != 1 {
+		t.Errorf("a carries %d, want its one connection kept", st[0].Active)
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // Config is what a Spreader needs; cmd fills it from config.Config.
@@ -138,6 +140,8 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 			go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
 		}
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.renew(ctx, steer) }()
 	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)
 	s.active.Store(true)
 	serveCtx, stopServing := context.WithCancel(context.Background())
@@ -212,5 +216,30 @@ func (s *Spreader) steer(ls Listeners) (*Steer, error) {
 		return nil, err
 	}
 	defer ns.Close()
-	return NewSteer(ns, s.cfg.VIPs, s.cfg.Port, ls)
+	return NewSteer(ns, s.cfg.VIPs, s.cfg.Port, ls, steerLease)
+}
+
+// The steering's lease: a process that does not run for steerLease (frozen,
+// starved) no longer gets new connections, the local apiserver does, as
+// without spreading; renewed every steerRenew, four times a lease, so one
+// late renewal loses nothing.
+const (
+	steerLease = time.Second
+	steerRenew = steerLease / 4
+)
+
+// renew keeps the steering's lease running until ctx ends.
+func (s *Spreader) renew(ctx context.Context, steer *Steer) {
+	t := quietio.NewTicker(steerRenew)
+	defer t.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if err := steer.Renew(steerLease); err != nil {
+			s.log.Warn("Renewing the steering failed: new connections reach the local apiserver alone until it succeeds", "error", err)
+		}
+	}
 }

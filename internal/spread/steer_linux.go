@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // struct bpf_sk_lookup (include/uapi/linux/bpf.h): the offsets the
@@ -33,10 +35,14 @@ const (
 )
 
 // Steer hands new TCP connections to VIP:port to our listeners (sk_lookup,
-// Linux 5.9). Close detaches it; so does the end of the process, however
-// it ends.
+// Linux 5.9) while its lease runs (Renew). Close detaches it; so does the
+// end of the process, however it ends. A process that stops running
+// (frozen, starved) stops renewing: once the lease has run out, new
+// connections reach the local apiserver as without spreading, instead of a
+// listener nobody reads.
 type Steer struct {
 	sockets *ebpf.Map
+	lease   *ebpf.Map // one u64: until when (CLOCK_MONOTONIC, ns) to steer
 	prog    *ebpf.Program
 	link    link.Link
 }
@@ -47,9 +53,10 @@ type Listeners struct {
 	V4, V6 *net.TCPListener
 }
 
-// NewSteer loads the program for vips on port and attaches it to the
-// network namespace netns (a file of /proc/PID/ns/net).
-func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (_ *Steer, err error) {
+// NewSteer loads the program for vips on port, with a lease that runs for
+// lease from now, and attaches it to the network namespace netns (a file of
+// /proc/PID/ns/net).
+func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners, lease time.Duration) (_ *Steer, err error) {
 	s := &Steer{}
 	defer func() {
 		if err != nil {
@@ -61,6 +68,13 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (_ *
 	if err != nil {
 		return nil, fmt.Errorf("socket map: %w", err)
 	}
+	s.lease, err = ebpf.NewMap(&ebpf.MapSpec{Name: "cpvip_lease", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		return nil, fmt.Errorf("lease map: %w", err)
+	}
+	if err := s.Renew(lease); err != nil {
+		return nil, err
+	}
 	for key, l := range map[uint32]*net.TCPListener{keyIPv4: ls.V4, keyIPv6: ls.V6} {
 		if l == nil {
 			continue
@@ -69,7 +83,7 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (_ *
 			return nil, err
 		}
 	}
-	ins, err := program(s.sockets.FD(), vips, port)
+	ins, err := program(s.sockets.FD(), s.lease.FD(), vips, port)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +98,19 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners) (_ *
 	}
 	s.link = l
 	return s, nil
+}
+
+// Renew makes the steering run for d from now (a lease the program checks
+// on every new connection).
+func (s *Steer) Renew(d time.Duration) error {
+	var now unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
+		return fmt.Errorf("reading the monotonic clock: %w", err)
+	}
+	if err := s.lease.Update(uint32(0), uint64(now.Nano()+d.Nanoseconds()), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("renewing the steering's lease: %w", err)
+	}
+	return nil
 }
 
 // put stores l's socket in slot key.
@@ -117,13 +144,17 @@ func (s *Steer) Close() error {
 	if s.sockets != nil {
 		errs = append(errs, s.sockets.Close())
 	}
+	if s.lease != nil {
+		errs = append(errs, s.lease.Close())
+	}
 	return errors.Join(errs...)
 }
 
 // program returns the sk_lookup program: a TCP connection to one of vips
-// on port goes to the listener of its family in the socket map at fd;
-// anything else, or no listener there, passes to the kernel's own lookup.
-func program(fd int, vips []netip.Addr, port uint16) (asm.Instructions, error) {
+// on port goes to the listener of its family in the socket map at fd while
+// the lease (the map at leaseFD) has not run out; anything else, or no
+// listener there, passes to the kernel's own lookup.
+func program(fd, leaseFD int, vips []netip.Addr, port uint16) (asm.Instructions, error) {
 	ins := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1), // the context
 		asm.LoadMem(asm.R2, asm.R6, ctxProtocol, asm.Word),
@@ -156,7 +187,16 @@ func program(fd int, vips []netip.Addr, port uint16) (asm.Instructions, error) {
 	}
 	ins = append(ins,
 		asm.Ja.Label("pass").WithSymbol(fmt.Sprintf("vip%d", len(vips))),
-		asm.StoreMem(asm.RFP, -4, asm.R8, asm.Word).WithSymbol("assign"),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word).WithSymbol("assign"), // the lease's key
+		asm.LoadMapPtr(asm.R1, leaseFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.LoadMem(asm.R9, asm.R0, 0, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.JGT.Reg(asm.R0, asm.R9, "pass"), // the lease ran out
+		asm.StoreMem(asm.RFP, -4, asm.R8, asm.Word),
 		asm.LoadMapPtr(asm.R1, fd),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -4),

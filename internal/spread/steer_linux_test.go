@@ -133,7 +133,7 @@ func TestSteerHandsTheVIPsPortToUs(t *testing.T) {
 		}
 		v4, v6 := ls["us4"].(*net.TCPListener), ls["us6"].(*net.TCPListener)
 		vips := []netip.Addr{netip.MustParseAddr("192.0.2.100"), netip.MustParseAddr("2001:db8::100")}
-		s, err := NewSteer(ns, vips, 16443, Listeners{V4: v4, V6: v6})
+		s, err := NewSteer(ns, vips, 16443, Listeners{V4: v4, V6: v6}, time.Hour)
 		if err != nil {
 			t.Error(err)
 			return
@@ -180,7 +180,7 @@ func TestSteerPassesWithoutAListener(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		s, err := NewSteer(ns, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4})
+		s, err := NewSteer(ns, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4}, time.Hour)
 		if err != nil {
 			t.Error(err)
 			return
@@ -189,6 +189,53 @@ func TestSteerPassesWithoutAListener(t *testing.T) {
 		v4.Close()
 		if got := who(t, "192.0.2.100:16443"); got != "apiserver 192.0.2.100:16443" {
 			t.Errorf("answered by %q, want the apiserver", got)
+		}
+	})
+}
+
+// A process that stops renewing the lease (frozen, starved) stops getting
+// new connections once it ran out: the apiserver answers the VIP, as
+// without spreading; renewed, they come to us again.
+func TestSteerLapses(t *testing.T) {
+	inNetns(t, []string{"192.0.2.100/32"}, func(ns *os.File) {
+		apiserver, err := net.Listen("tcp", ":16443")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer apiserver.Close()
+		serveName(apiserver, "apiserver")
+		v4, err := ListenLoopback(context.Background(), false)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer v4.Close()
+		serveName(v4, "us4")
+		s, err := NewSteer(ns, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4}, 200*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer s.Close()
+		for _, step := range []struct {
+			after time.Duration
+			renew time.Duration
+			want  string
+		}{
+			{0, 0, "us4 192.0.2.100:16443"},
+			{300 * time.Millisecond, 0, "apiserver 192.0.2.100:16443"},
+			{0, time.Hour, "us4 192.0.2.100:16443"},
+		} {
+			time.Sleep(step.after)
+			if step.renew > 0 {
+				if err := s.Renew(step.renew); err != nil {
+					t.Error(err)
+				}
+			}
+			if got := who(t, "192.0.2.100:16443"); got != step.want {
+				t.Errorf("after %v (renewed for %v): answered by %q, want %q", step.after, step.renew, got, step.want)
+			}
 		}
 	})
 }
@@ -209,7 +256,7 @@ func TestSteerFailsCleanly(t *testing.T) {
 			return
 		}
 		defer notNS.Close()
-		s, err := NewSteer(notNS, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4})
+		s, err := NewSteer(notNS, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4}, time.Hour)
 		if err == nil || s != nil {
 			t.Errorf("NewSteer on %s: %v, %v; want an error and no Steer", os.DevNull, s, err)
 		}
