@@ -30,6 +30,14 @@ type Settler interface {
 	SetSettled(settled bool)
 }
 
+// Resigner is an elector whose holder hands the VIP over at once when its
+// apiserver certainly does not serve (health.Result.Certain) rather than
+// keep it until a settled node takes it (L2: vrrp.Elector); the agent tells
+// it before each health change.
+type Resigner interface {
+	SetCertain(certain bool)
+}
+
 // Announcer makes hold decisions true in the kernel and on the wire.
 type Announcer interface {
 	Hold(vip netip.Prefix)
@@ -115,6 +123,9 @@ func (a *Agent) Run(ctx context.Context) {
 				reason = fmt.Sprintf("status %d", tr.Last.Status)
 			}
 			a.record(tr.State.String(), "", reason)
+			if r, ok := a.Elector.(Resigner); ok {
+				r.SetCertain(tr.State != health.Healthy && tr.Last.Certain())
+			}
 			a.Elector.SetHealthy(tr.State == health.Healthy, reason)
 			if a.Local != nil {
 				a.Local.SetLocal(tr.State)

@@ -75,6 +75,12 @@ type Result struct {
 	Duration time.Duration
 }
 
+// Certain says whether a failed check leaves no doubt that the apiserver
+// does not serve: its port refuses (no process) or it is shutting down. A
+// time-out or an error status may be the network's or a load every
+// apiserver shares.
+func (r Result) Certain() bool { return r.Refused || r.Draining }
+
 // Transition is a change of State, or of Settled alone, with the result
 // that caused it.
 type Transition struct {

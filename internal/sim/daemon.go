@@ -42,6 +42,7 @@ type daemon struct {
 	// healthySince: when state last became Healthy.
 	healthySince time.Time
 	seen         bool // healthy at least once since start (fail open)
+	certain      bool // the latest failure leaves no doubt (health.Result.Certain)
 	guard        *acd.Guard
 	known        *acd.Known
 	rec          *reconcile.Reconciler
@@ -328,6 +329,7 @@ func (d *daemon) judge(r health.Result) {
 		d.healthySince = d.h.s.w.now
 	}
 	d.h.s.w.logf("%s   health %s (%s)", d.h.name, st, r.Reason)
+	d.certain = st != health.Healthy && r.Certain() // agent.Agent: the elector is a Resigner
 	d.elect(r.Reason)
 }
 
@@ -339,6 +341,7 @@ func (d *daemon) elect(why string) {
 	if ok {
 		why = "" // healthy (vrrp.Elector.SetHealthy)
 	}
+	d.core.SetCertain(!ok && d.certain)
 	d.core.SetPriority(p, why, d.h.s.w.now)
 }
 

@@ -39,6 +39,13 @@ type Core struct {
 	priority uint8 // as last set: 0 = not a candidate
 	failing  string
 
+	certain  bool // the latest failure leaves no doubt (SetCertain)
+	// fallback: resigned because the apiserver certainly does not serve;
+	// if no other master announces itself, it stays master at the
+	// fail-open priority (fail open: a failure every node shares keeps the
+	// VIP where it is).
+	fallback bool
+
 	resuming    bool      // the VIPs found bound at start wait for a verdict
 	resumeUntil time.Time // then they go
 	// resumeAt: healthy, resume then, one advertisement interval after
@@ -77,9 +84,16 @@ func (c *Core) resumeWait() time.Duration { return max(3*c.cfg.Interval, c.cfg.S
 func ResumeListen(interval time.Duration) time.Duration { return interval * 5 / 4 }
 
 // handoverWait is how long a master that resigned keeps the VIP bound while
-// no other master announces itself: a master-down interval and a little
-// more, after which no backup will take over.
-func (c *Core) handoverWait() time.Duration { return 4 * c.cfg.Interval }
+// no other master announces itself: a master-down interval (three intervals
+// and a skew under one; a fail-open backup waits for it, Machine.Receive)
+// and an interval more, after which no backup will take over.
+func (c *Core) handoverWait() time.Duration { return 5 * c.cfg.Interval }
+
+// fallbackWait is how long a master that resigned for a certain failure
+// waits for a healthy backup to announce itself (within its skew, under an
+// interval) before it keeps the VIP at the fail-open priority: before a
+// fail-open backup's master-down interval runs out.
+func (c *Core) fallbackWait() time.Duration { return 2 * c.cfg.Interval }
 
 // Start begins the run: with Config.Resume the VIPs found bound stay and
 // wait for a verdict; without, they must not be here (not master yet).
@@ -159,13 +173,21 @@ func (c *Core) Timeout(now time.Time) {
 		if c.heard {
 			why = "another master announced itself"
 		}
-		c.handedOver(why)
+		if c.fallback && !c.heard {
+			c.keepFailOpen(now)
+		} else {
+			c.handedOver(why)
+		}
 		if c.m.State() == Master && c.m.Priority() == FailOpenPriority {
 			c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
 		}
 	}
 	c.apply(c.m.Timeout(now), false, now)
 }
+
+// SetCertain says whether the apiserver certainly does not serve (its port
+// refuses, or it is shutting down), for the next SetPriority.
+func (c *Core) SetCertain(certain bool) { c.certain = certain }
 
 // SetPriority sets our priority: 0 leaves the election (a master resigns),
 // 1-254 takes part with it; why says why the apiserver is unhealthy, empty
@@ -178,6 +200,18 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	// reach a node that answers — the draining apiserver serves them, a
 	// dead one's kernel refuses them at once — instead of vanishing into a
 	// SYN retransmission a second later.
+	//
+	// A master whose apiserver certainly does not serve (refused,
+	// draining) resigns at once, even with fail open: its backups take
+	// over within their skew whether or not their own checks have settled
+	// (an apiserver that refuses is no better a holder than one whose
+	// checks flicker). If none announces itself, it keeps the VIP at the
+	// fail-open priority.
+	fallback := p == FailOpenPriority && why != "" && c.certain && c.m.State() == Master
+	if fallback {
+		p = 0
+	}
+	c.fallback = fallback
 	resign := p == 0 && c.m.State() == Master
 	if c.resuming && p > 0 && why == "" {
 		// A restarted daemon resumes only once it has listened for a whole
@@ -194,14 +228,30 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	c.endResume("the apiserver is not healthy", now)
 	c.apply(c.setPriority(p, now), resign, now)
 	if resign {
+		wait := c.handoverWait()
+		if fallback {
+			wait = c.fallbackWait()
+		}
 		c.handingOver, c.heard = true, false
-		c.handoverAt = now.Add(c.handoverWait())
+		c.handoverAt = now.Add(wait)
 		c.resignAgain = now.Add(c.cfg.Interval)
-		c.log.Info("Keeping the VIP until another master announces itself", "at_most", c.handoverWait())
+		c.log.Info("Keeping the VIP until another master announces itself", "at_most", wait)
 	}
 	if p == FailOpenPriority && why != "" && c.m.State() == Master {
 		c.handoverAt = now.Add(c.handoverWait()) // then say whether a healthy node took it
 	}
+}
+
+// keepFailOpen: a master that resigned for a certain failure heard no
+// healthy node take over: it is master again at once at the fail-open
+// priority, with the VIP it kept (fail open), before a fail-open backup
+// would take over.
+func (c *Core) keepFailOpen(now time.Time) {
+	c.fallback, c.resignAgain, c.handingOver = false, time.Time{}, false
+	c.priority = FailOpenPriority
+	c.m.SetPriority(FailOpenPriority, now) // in Initialize: no action
+	c.apply(c.m.Rejoin(now, "no healthy node took the VIP: keeping it with the fail-open priority"), false, now)
+	c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
 }
 
 // setPriority hands a new priority to the machine: 0 leaves the election,
@@ -304,7 +354,7 @@ func (c *Core) Shutdown(now time.Time) {
 // resume makes the node master of the VIPs it found bound at start.
 func (c *Core) resume(now time.Time) {
 	c.resuming, c.resumeAt = false, time.Time{}
-	c.apply(c.m.Resume(now), false, now)
+	c.apply(c.m.Rejoin(now, "resumed: the VIP was bound at start and the apiserver is healthy"), false, now)
 }
 
 // endResume releases the VIPs found at start if they still wait, saying

@@ -28,6 +28,7 @@ type Elector struct {
 	healthy   bool
 	seen      bool   // healthy at least once since start
 	unhealthy string // why, while unhealthy
+	certain   bool   // the latest failure leaves no doubt (SetCertain)
 }
 
 // NewElector returns an elector over inst; priority is ours while healthy.
@@ -72,7 +73,15 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	default:
 		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
 	}
-	e.inst.SetPriority(p, e.unhealthy) // empty while healthy
+	e.inst.setPriority(priority{p: p, why: e.unhealthy, certain: !ok && e.certain}) // why: empty while healthy
+}
+
+// SetCertain implements the agent's Resigner: told before SetHealthy
+// whether the apiserver certainly does not serve (refused, draining).
+func (e *Elector) SetCertain(certain bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.certain = certain
 }
 
 // SetSettled implements the agent's Settler: an unsettled node does not

@@ -173,7 +173,7 @@ func TestInterfaceMadeAgainForgetsTheMaster(t *testing.T) {
 func TestResumedNodeRejoinsAfterAFault(t *testing.T) {
 	m := NewMachine(params(100, "192.0.2.13"))
 	m.SetPriority(100, t0)
-	if acts := m.Resume(t0); m.State() != Master || len(acts) != 2 {
+	if acts := m.Rejoin(t0, "resumed"); m.State() != Master || len(acts) != 2 {
 		t.Fatalf("resume: %v %+v", m.State(), acts)
 	}
 	m.SetCarrier(false, t0.Add(time.Second))

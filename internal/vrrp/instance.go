@@ -136,19 +136,22 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 }
 
 type priority struct {
-	p   uint8
-	why string // why we are unhealthy, for the fail-open log
+	p       uint8
+	why     string // why we are unhealthy, for the fail-open log
+	certain bool   // the apiserver certainly does not serve (Core.SetCertain)
 }
 
 // SetPriority sets our priority: 0 leaves the election (a master resigns),
 // 1-254 takes part with it; why says what made it change. Only the latest
 // value counts.
-func (i *Instance) SetPriority(p uint8, why string) {
+func (i *Instance) SetPriority(p uint8, why string) { i.setPriority(priority{p: p, why: why}) }
+
+func (i *Instance) setPriority(pr priority) {
 	select {
 	case <-i.priority:
 	default:
 	}
-	i.priority <- priority{p, why}
+	i.priority <- pr
 }
 
 // SetSettled says whether our health has settled (Params.Unsettled is
@@ -309,6 +312,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.SetUnsettled(!on, time.Now())
 		case pr := <-i.priority:
 			i.catchUp(core, packets)
+			core.SetCertain(pr.certain)
 			core.SetPriority(pr.p, pr.why, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())

@@ -396,20 +396,22 @@ func (m *Machine) Shutdown(_ time.Time, reason string) []Action {
 	return acts
 }
 
-// Resume makes a candidate in Initialize master at once, advertising now:
-// the VIPs were bound when this process started (an earlier run of ours
-// held them and was killed) and the apiserver is healthy, so the node goes
-// on serving instead of dropping the VIPs and waiting a master down
-// interval as a backup. The election corrects it as for any master: a
-// stronger master's advertisement makes it a backup. It is a candidate from
-// now on, as after SetCandidate(true): a later Fault ends as for any
-// candidate (issue 32 finding 1: it ended in Initialize for good).
-func (m *Machine) Resume(now time.Time) []Action {
+// Rejoin makes a candidate in Initialize master at once, advertising now,
+// for reason: it has the VIPs bound and no other master is known, so it
+// goes on serving instead of dropping them and waiting a master down
+// interval as a backup. Two cases: the VIPs were bound when this process
+// started (an earlier run of ours was killed) and the apiserver is
+// healthy (a resume); a master that resigned for a certain failure heard
+// no healthy node take over (fail open). The election corrects it as for
+// any master: a stronger master's advertisement makes it a backup. It is a
+// candidate from now on, as after SetCandidate(true): a later Fault ends
+// as for any candidate.
+func (m *Machine) Rejoin(now time.Time, reason string) []Action {
 	m.candidate = true // in Fault too: carrier back starts it (a carrier lost before the first verdict)
 	if m.state != Initialize {
 		return nil
 	}
-	return m.becomeMaster(now, "resumed: the VIP was bound at start and the apiserver is healthy")
+	return m.becomeMaster(now, reason)
 }
 
 // becomeMaster makes the machine master at once, advertising now.
@@ -457,6 +459,13 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 	switch m.state {
 	case Backup:
 		switch {
+		case a.Priority == 0 && m.p.Priority == FailOpenPriority:
+			// A failing node takes the VIP from a resigned master only when
+			// its master down interval runs out, as from a silent one: a
+			// healthy node takes over first, and a master that resigned
+			// because its apiserver refuses keeps the VIP if none does
+			// (Core.keepFailOpen): a move between two failing nodes is a
+			// cost for nothing.
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
@@ -494,15 +503,15 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
 			return m.toBackupFrom(src, now, reason)
 		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority || m.p.Unsettled) &&
-			!(m.p.Preempt && a.Priority < m.p.Priority):
+			!(m.p.Preempt && a.Priority < m.p.Priority && !m.p.Unsettled):
 			// Our own advertisement is overdue by as long as the backups
 			// wait for one: this process did not run (frozen: SIGSTOP, a
 			// VM paused or migrated, a starved host) and a backup took
 			// over, as it had to. It serves now; answering would take the
 			// VIP back, a second move for the clients (a ping-pong). Not
 			// from a fail-open master: a healthy node takes that over; nor
-			// with Preempt from a weaker one: it would take it back anyway,
-			// later.
+			// with Preempt from a weaker one while settled: it would take
+			// it back anyway, later (unsettled, it would not).
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("%s took over while this node was not running (our advertisement %v overdue)",
 				src, now.Sub(m.deadline).Round(time.Millisecond))

@@ -366,23 +366,31 @@ func TestFailOpenMasterBesideAStrongerOne(t *testing.T) {
 // shorter absence, or a fail-open taker, changes nothing the RFC says.
 func TestMasterBackFromAFreeze(t *testing.T) {
 	tests := []struct {
-		name     string
-		overdue  time.Duration // of our advertisement when the other's is read
-		prio     uint8         // of the other master
-		ourPrio  uint8
-		yields   bool
-		answered bool
+		name      string
+		overdue   time.Duration // of our advertisement when the other's is read
+		prio      uint8         // of the other master
+		ourPrio   uint8
+		preempt   bool
+		unsettled bool
+		yields    bool
+		answered  bool
 	}{
-		{"frozen 2.5 intervals, a backup took over", 2500 * time.Millisecond, 100, 100, true, false},
-		{"frozen exactly 2 intervals", 2 * time.Second, 50, 100, true, false},
-		{"late by a little: a split brain healing", 1900 * time.Millisecond, 50, 100, false, true},
-		{"on time", 0, 100, 100, false, true},
-		{"a fail-open master took over: a healthy node takes it back", 3 * time.Second, FailOpenPriority, 100, false, true},
-		{"both fail open", 3 * time.Second, FailOpenPriority, FailOpenPriority, true, false},
+		{"frozen 2.5 intervals, a backup took over", 2500 * time.Millisecond, 100, 100, false, false, true, false},
+		{"frozen exactly 2 intervals", 2 * time.Second, 50, 100, false, false, true, false},
+		{"late by a little: a split brain healing", 1900 * time.Millisecond, 50, 100, false, false, false, true},
+		{"on time", 0, 100, 100, false, false, false, true},
+		{"a fail-open master took over: a healthy node takes it back", 3 * time.Second, FailOpenPriority, 100, false, false, false, true},
+		{"both fail open", 3 * time.Second, FailOpenPriority, FailOpenPriority, false, false, true, false},
+		{"preempt, a weaker one took over: we take it back", 3 * time.Second, 50, 100, true, false, false, true},
+		// Unsettled, we would not preempt it as a backup: we do not take
+		// the VIP back as a master either.
+		{"preempt, a weaker one took over, we are unsettled", 3 * time.Second, 50, 100, true, true, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := masterAt(t, params(tt.ourPrio, "192.0.2.200"))
+			p := params(tt.ourPrio, "192.0.2.200")
+			p.Preempt, p.Unsettled = tt.preempt, tt.unsettled
+			m := masterAt(t, p)
 			src := netip.MustParseAddr("192.0.2.12")
 			acts := m.Receive(adv(tt.prio, 100), src, m.Deadline().Add(tt.overdue))
 			if got := m.State() == Backup; got != tt.yields {

@@ -287,6 +287,55 @@ func TestRealSpread(t *testing.T) {
 	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
 		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
 	}
+	c.frozenSpreading(t, holder)
+}
+
+// frozenSpreading freezes our daemon on the holder (SIGSTOP: a frozen
+// cgroup, a starved CPU quota) under a client sending a request every
+// 20 ms, each on a new connection with a 1 s time-out. The steering runs on
+// a lease the daemon renews (1 s): once it has run out, new connections
+// reach the local apiserver as without spreading, instead of the frozen
+// proxy's backlog.
+//   - 1 s: the VIP stays; at most one request fails (spreading off: none),
+//     the one whose connection the frozen proxy's listener took.
+//   - 10 s: the VIP's lifetime lapses (2.25-3.2 s after the freeze), a
+//     backup takes over, and the thawed daemon steps back. At most two
+//     fail: the one in the frozen proxy's backlog, and one SYN sent while
+//     the VIP moved (spreading off: that one). On fb2b4e5's build every
+//     connection stalled in the frozen proxy until a backup took over, and
+//     the frozen host kept the VIP bound beside it.
+func (c *realCluster) frozenSpreading(t *testing.T, holder int) {
+	for _, tt := range []struct {
+		freeze time.Duration
+		bound  int
+		why    string
+	}{
+		{time.Second, 1, "the request whose connection the frozen proxy's listener took before the steering's lease ran out"},
+		{10 * time.Second, 2, "that one, and one connection made while the VIP moved (its SYN retransmitted after 1 s)"},
+	} {
+		h, _ := c.waitHolder(t, vip4, -1, 30*time.Second)
+		waitLine(t, c.procs[h], 0, "Spreading new connections to the VIP over the apiservers")
+		probe, err := c.cp.StartProbe(c.client, realServer, tt.freeze+6*time.Second, "-every", "20ms")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		stoppedAt := time.Now()
+		if err := c.procs[h].Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(tt.freeze)
+		if err := c.procs[h].Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := probe.Wait(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		failedAtMost(t, probe, stoppedAt, fmt.Sprintf("spread: holder's daemon SIGSTOPped for %s", tt.freeze), tt.bound, tt.why)
+		if hs, _ := c.holders(vip4); len(hs) != 1 {
+			t.Errorf("holders %v after the freeze, want one", c.names(hs))
+		}
+	}
 }
 
 // seedConfigMaps creates n ConfigMaps of 100 kB in default, named

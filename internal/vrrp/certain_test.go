@@ -1,0 +1,106 @@
+package vrrp
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+// masterCore returns a core that is master at priority 100, alone, with
+// what it asked for so far forgotten.
+func masterCore(t *testing.T, out *recordOutput) *Core {
+	t.Helper()
+	c := NewCore(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2},
+		out, discard)
+	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
+	c.SetPriority(100, "", t0)
+	c.Timeout(c.Deadline())
+	if c.State() != Master {
+		t.Fatalf("state %s, want master", c.State())
+	}
+	*out = recordOutput{}
+	return c
+}
+
+// A holder whose apiserver refuses (or drains) resigns at once, with fail
+// open too: priority 0, the VIP kept until a backup announces itself and a
+// grace after. Its backups then take over within their skew, settled or
+// not. On fb2b4e5's build it kept the VIP at the fail-open priority until a
+// backup settled, which under sustained loss could be never.
+func TestCertainFailureResigns(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "connection refused", now)
+	if !slices.Equal(out.sent, []uint8{0}) || slices.Contains(out.decided, false) || c.State() == Master {
+		t.Fatalf("sent %v, decided %v, state %s: want priority 0 sent, the VIP kept, not master", out.sent, out.decided, c.State())
+	}
+	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), now.Add(30*time.Millisecond))
+	c.Timeout(c.Deadline())
+	if !slices.Equal(out.decided, []bool{false}) {
+		t.Fatalf("decided %v after the backup announced itself: want the VIP released after the grace", out.decided)
+	}
+}
+
+// Fail open: no node takes the VIP from a holder that resigned for a
+// certain failure (every apiserver refuses): it keeps the VIP and is
+// master again at the fail-open priority.
+func TestCertainFailureKeepsTheVIPWhenNoneTakesIt(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "connection refused", now)
+	for range 20 {
+		at := c.Deadline()
+		if at.IsZero() || c.State() == Master {
+			break
+		}
+		c.Timeout(at)
+	}
+	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
+	}
+	if n := len(out.sent); n == 0 || out.sent[n-1] != FailOpenPriority {
+		t.Fatalf("sent %v: want it advertising the fail-open priority", out.sent)
+	}
+}
+
+// An ambiguous failure (a time-out) keeps the holder master at the
+// fail-open priority: a settled node takes it.
+func TestAmbiguousFailureStaysFailOpen(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	c.SetCertain(false)
+	c.SetPriority(FailOpenPriority, "timeout", t0.Add(time.Second))
+	if c.State() != Master || !slices.Equal(out.sent, []uint8{FailOpenPriority}) {
+		t.Fatalf("state %s, sent %v: want master advertising the fail-open priority", c.State(), out.sent)
+	}
+}
+
+// A backup at the fail-open priority does not bring its takeover forward
+// when the master resigns: it waits its master down interval, so that a
+// healthy node, or the master resigning for a certain failure, keeps the
+// VIP first. A healthy backup takes over within its skew.
+func TestFailOpenBackupWaitsOutAResignation(t *testing.T) {
+	for _, tt := range []struct {
+		prio uint8
+		by   time.Duration // takes over at most this long after the resignation
+	}{{FailOpenPriority, 0}, {100, time.Second}} {
+		m := NewMachine(params(tt.prio, "192.0.2.12"))
+		m.SetPriority(tt.prio, t0)
+		m.SetCandidate(true, t0)
+		m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.11"), t0)
+		resigned := t0.Add(500 * time.Millisecond)
+		m.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.11"), resigned)
+		after := m.Deadline().Sub(resigned)
+		if tt.by > 0 && after > tt.by {
+			t.Errorf("priority %d: takes over %v after the resignation, want within its skew", tt.prio, after)
+		}
+		if tt.by == 0 && after < 3*time.Second-500*time.Millisecond {
+			t.Errorf("priority %d: takes over %v after the resignation, want its master down interval from the last advertisement", tt.prio, after)
+		}
+	}
+}
