@@ -39,7 +39,7 @@ type Core struct {
 	priority uint8 // as last set: 0 = not a candidate
 	failing  string
 
-	certain  bool // the latest failure leaves no doubt (SetCertain)
+	certain bool // the latest failure leaves no doubt (SetCertain)
 	// fallback: resigned because the apiserver certainly does not serve;
 	// if no other master announces itself, it stays master at the
 	// fail-open priority (fail open: a failure every node shares keeps the
