@@ -181,16 +181,22 @@ type answer struct {
 
 // Served says that a host other than this node answered for a VIP just
 // now, and whether it is a known router of our group (internal/acd's
-// Guard.Served): the answer to Ask. Only the latest counts; it does not
+// Guard.Served): the answer to Ask. A router's answer ends the asking and
+// replaces any answer not read yet; a stranger's (a conflict on one family
+// of a dual-stack VIP, say) neither ends it nor replaces a router's, so the
+// master's host answering for the other family still counts. It does not
 // block.
 func (i *Instance) Served(member bool) {
-	if !i.asking.Swap(false) {
+	switch {
+	case member && !i.asking.Swap(false), !member && !i.asking.Load():
 		return // not asked: the routers' answers to every backup's own probes, each second
 	}
 	a := answer{at: time.Now(), member: member}
-	select {
-	case <-i.served:
-	default:
+	if member {
+		select {
+		case <-i.served:
+		default:
+		}
 	}
 	select {
 	case i.served <- a:

@@ -92,9 +92,10 @@ type Machine struct {
 	masterPriority uint8     // priority of the last advertisement a backup heard from its master
 	lastAnswer     time.Time // a master's last answer to a weaker master
 	candidate      bool      // SetCandidate's last word; state Fault ignores it until carrier returns
-	// masterUntil: in Fault entered as master, the moment the backups'
-	// Master_Down_Timer can first fire (our last advertisement + 3 x our
-	// interval). Carrier back before it, no backup has taken over.
+	// masterUntil: in Fault entered as master, the moment a backup's
+	// Master_Down_Timer can first fire (3 x our interval after the last
+	// advertisement it heard, which may be the one before our last).
+	// Carrier back before it, no backup has taken over.
 	masterUntil time.Time
 	// A backup whose master is silent asks, before its Master_Down_Timer
 	// fires, whether the master's host still answers for the VIPs (waitFor):
@@ -370,8 +371,9 @@ func (m *Machine) Fault(reason string, now time.Time) []Action {
 	}
 	m.masterUntil = time.Time{}
 	if m.state == Master && !m.deadline.IsZero() {
-		// deadline is our next advertisement: the last one + sendEvery.
-		m.masterUntil = m.deadline.Add(3*m.p.Interval - m.sendEvery())
+		// deadline is our next advertisement: the last one + sendEvery. A
+		// backup that missed the last one counts from the one before.
+		m.masterUntil = m.deadline.Add(3*m.p.Interval - 2*m.sendEvery())
 	}
 	m.state, m.deadline = Fault, time.Time{}
 	return []Action{{To: Fault, Changed: true, Reason: reason}}

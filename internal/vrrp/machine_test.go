@@ -409,7 +409,7 @@ func TestMasterBackFromAFreeze(t *testing.T) {
 // TestSendsPerInterval: with Sends, a master advertises that many times an
 // interval, every advertisement saying the interval itself; the backups'
 // wait is unchanged, and a master in Fault is back in time until the
-// backups' 3 intervals from its last advertisement.
+// backups' 3 intervals from its advertisement before the last.
 func TestSendsPerInterval(t *testing.T) {
 	p := params(100, "192.0.2.11")
 	p.Sends = 3
@@ -426,8 +426,8 @@ func TestSendsPerInterval(t *testing.T) {
 	}
 	last := m.Deadline().Add(-time.Second / 3)
 	m.Fault("no carrier", last.Add(10*time.Millisecond))
-	if acts := m.SetCarrier(true, last.Add(3*time.Second-time.Millisecond)); m.State() != Master || len(acts) == 0 {
-		t.Fatalf("carrier back 3 intervals after the last advertisement less 1 ms: %v %+v", m.State(), acts)
+	if acts := m.SetCarrier(true, last.Add(3*time.Second-time.Second/3-time.Millisecond)); m.State() != Master || len(acts) == 0 {
+		t.Fatalf("carrier back 3 intervals after the advertisement before the last less 1 ms: %v %+v", m.State(), acts)
 	}
 	b := NewMachine(p)
 	b.SetCandidate(true, t0)

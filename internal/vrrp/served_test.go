@@ -235,3 +235,28 @@ func TestStrangersAnswerCountsOnlyBeforeAnyMaster(t *testing.T) {
 		t.Fatalf("following a master: took over %v after, want the master down interval", took.Sub(t0))
 	}
 }
+
+// A stranger's answer for one VIP of a dual-stack pair (a conflict on that
+// family) does not use up the backup's asking: the master's host answering
+// for the other VIP still reaches the election. On fb2b4e5's build the
+// stranger's answer ended the asking, the router's was dropped, and the
+// backup took over from a master whose daemon was restarting.
+func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
+	i := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32"), netip.MustParsePrefix("2001:db8::100/128")},
+		VRID: 51, Interval: 200 * time.Millisecond, ServedWait: 4 * time.Second, Ask: func() {}}, nil, discard)
+	i.asking.Store(true)
+	i.Served(false) // a stranger answers for the IPv6 VIP
+	i.Served(true)  // the master's host for the IPv4 VIP
+	i.Served(false) // the stranger again
+	select {
+	case a := <-i.served:
+		if !a.member {
+			t.Fatal("the election hears the stranger's answer, not the router's")
+		}
+	default:
+		t.Fatal("no answer reached the election")
+	}
+	if i.asking.Load() {
+		t.Error("still asking after a router answered")
+	}
+}
