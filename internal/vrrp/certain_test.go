@@ -39,8 +39,11 @@ func TestCertainFailureResigns(t *testing.T) {
 	}
 	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), now.Add(30*time.Millisecond))
 	c.Timeout(c.Deadline())
-	if !slices.Equal(out.decided, []bool{false}) {
+	if len(out.decided) == 0 || slices.Contains(out.decided, true) {
 		t.Fatalf("decided %v after the backup announced itself: want the VIP released after the grace", out.decided)
+	}
+	if c.State() != Backup || c.Priority() != FailOpenPriority {
+		t.Fatalf("state %s priority %d after the handover: want a backup at the fail-open priority (fail open keeps a candidate)", c.State(), c.Priority())
 	}
 }
 

@@ -173,9 +173,16 @@ func (c *Core) Timeout(now time.Time) {
 		if c.heard {
 			why = "another master announced itself"
 		}
-		if c.fallback && !c.heard {
+		switch {
+		case c.fallback && !c.heard:
 			c.keepFailOpen(now)
-		} else {
+		case c.fallback:
+			// Handed over for a certain failure: a backup at the fail-open
+			// priority from now on, as an unhealthy node is.
+			c.handedOver(why)
+			c.fallback = false
+			c.apply(c.setPriority(FailOpenPriority, now), false, now)
+		default:
 			c.handedOver(why)
 		}
 		if c.m.State() == Master && c.m.Priority() == FailOpenPriority {

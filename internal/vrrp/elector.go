@@ -64,6 +64,8 @@ func (e *Elector) SetHealthy(ok bool, reason string) {
 	switch {
 	case ok:
 		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
+	case p == FailOpenPriority && e.Leading() && e.certain:
+		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0: a healthy node takes it within its skew time; kept here with the fail-open priority if none does", "reason", reason)
 	case p == FailOpenPriority && e.Leading():
 		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a settled healthy node takes it within its skew time; kept here while none is", "reason", reason)
 	case p == FailOpenPriority:
