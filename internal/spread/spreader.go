@@ -117,6 +117,9 @@ func (s *Spreader) Run(ctx context.Context) {
 	if err == nil {
 		var steer *Steer
 		if steer, err = s.steer(ls); err == nil {
+			if err := DropBPF(); err != nil {
+				s.log.Warn("Cannot drop CAP_BPF after attaching the steering: the daemon keeps it", "error", err)
+			}
 			s.serve(ctx, ls, steer)
 			return
 		}

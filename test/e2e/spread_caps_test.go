@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +47,40 @@ func TestSpreadCapabilities(t *testing.T) {
 			if want := strings.Contains(tc.caps, "bpf"); carried != want {
 				t.Errorf("the proxy carried the client's connections: %v, want %v", carried, want)
 			}
+			// The program attached, CAP_BPF is dropped from every thread: a
+			// flaw reached through the proxy cannot load another.
+			if eff, prm := capsOf(t, p.PID()); eff&capBPF != 0 || prm&capBPF != 0 {
+				t.Errorf("the daemon keeps CAP_BPF (effective %#x, permitted %#x)", eff, prm)
+			}
 		})
 	}
+}
+
+// capBPF is CAP_BPF's bit in /proc/PID/status.
+const capBPF = 1 << 39
+
+// capsOf returns the effective and permitted capabilities of every thread
+// of process pid, or-ed together.
+func capsOf(t *testing.T, pid int) (eff, prm uint64) {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of %d: %v", pid, err)
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var v uint64
+			if _, err := fmt.Sscanf(line, "CapEff: %x", &v); err == nil {
+				eff |= v
+			}
+			if _, err := fmt.Sscanf(line, "CapPrm: %x", &v); err == nil {
+				prm |= v
+			}
+		}
+	}
+	return eff, prm
 }
