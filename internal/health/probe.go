@@ -27,7 +27,8 @@ type probe struct {
 	url   *url.URL // the liveness URL; its host is the server every request goes to
 	tls   *tls.Config
 	conn  *tls.Conn
-	br    *bufio.Reader
+	br    *bufio.Reader // reads through lim
+	lim   *budget       // what an answer may still read from the connection
 	bw    *bufio.Writer
 	body  []byte         // the last answer's body, up to maxBody, reused
 	alarm *quietio.Alarm // idle's wait, await's watch (alarm); nil until the first
@@ -39,6 +40,33 @@ type probe struct {
 // maxBody is how much of an answer's body is read (and thrown away) so the
 // connection can be used again; a longer body closes it.
 const maxBody = 64 << 10
+
+// maxAnswer is the most one answer may read from the connection, its
+// status line and headers included: a server that sends more (endless
+// headers) fails the check, instead of growing the daemon's memory until
+// the check's time-out.
+const maxAnswer = maxBody + 64<<10
+
+// errAnswerTooLarge is the failure of a check whose answer exceeds maxAnswer.
+var errAnswerTooLarge = errors.New("the answer's headers and body exceed 128 KiB")
+
+// budget reads from r at most n bytes more, then fails.
+type budget struct {
+	r io.Reader
+	n int
+}
+
+func (b *budget) Read(p []byte) (int, error) {
+	if b.n <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if len(p) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.r.Read(p)
+	b.n -= n
+	return n, err
+}
 
 // newProbe makes a probe of the server of rawURL that verifies nothing until
 // setRoots gives it a CA; serverName (empty: the URL's host) is the name
@@ -136,6 +164,9 @@ func (p *probe) roundTrip(ctx context.Context, req *http.Request, sil silence) (
 	if err := p.await(ctx, conn, sil); err != nil {
 		return 0, err
 	}
+	// Bytes already buffered were counted against the previous answer's
+	// budget (a pipelined server's): they are few, read at most once.
+	p.lim.n = maxAnswer
 	resp, err := http.ReadResponse(p.br, req)
 	if err != nil {
 		return 0, err
@@ -199,7 +230,8 @@ func (p *probe) dial(ctx context.Context) error {
 		raw.Close()
 		return err
 	}
-	p.conn, p.br, p.bw = c, bufio.NewReader(c), bufio.NewWriter(c)
+	p.lim = &budget{r: c, n: maxAnswer}
+	p.conn, p.br, p.bw = c, bufio.NewReader(p.lim), bufio.NewWriter(c)
 	return nil
 }
 
