@@ -48,6 +48,8 @@ type Proxy struct {
 	Log  *slog.Logger
 	// AnswerWithin overrides AnswerTimeout (tests); 0: AnswerTimeout.
 	AnswerWithin time.Duration
+	// Gate, if set, counts the connections carried (the caps).
+	Gate *Gate
 
 	wg      sync.WaitGroup
 	mu      sync.Mutex
@@ -85,7 +87,8 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(c)
-			p.carry(ctx, c)
+			p.Gate.Enter()
+			p.Gate.Leave(!p.carry(ctx, c))
 		}()
 	}
 	p.closeAll()
@@ -141,8 +144,9 @@ func (p *Proxy) closeAll() {
 // client's first bytes within AnswerTimeout is marked and the next one
 // tried, with what the client sent so far sent again (greet): the client
 // never sees the failure. Safe to send again: over TLS no request reaches
-// the apiserver before its first answer. A close (FIN) is passed on.
-func (p *Proxy) carry(ctx context.Context, c net.Conn) {
+// the apiserver before its first answer. A close (FIN) is passed on. It
+// says whether a backend answered (Gate.Greeted was called then).
+func (p *Proxy) carry(ctx context.Context, c net.Conn) (greeted bool) {
 	defer c.Close()
 	g := newGreeting(c)
 	defer g.stop()
@@ -151,7 +155,7 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		i, be, ok := p.Pool.Pick(tried)
 		if !ok {
 			p.Log.Warn("No backend took a connection: closing it", "client", c.RemoteAddr().String())
-			return
+			return false
 		}
 		tried[i] = true
 		last := !slices.Contains(tried, false)
@@ -163,7 +167,7 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		}
 		if !p.trackBackend(b) {
 			b.Close()
-			return
+			return false
 		}
 		defer p.untrack(b)
 		p.Pool.Opened(i)
@@ -175,7 +179,7 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 		case errors.Is(err, errClientGone):
 			b.Close()
 			p.Pool.Closed(i)
-			return
+			return false
 		case err != nil:
 			b.Close()
 			p.Pool.Closed(i)
@@ -183,16 +187,17 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) {
 			if !g.replayable() {
 				p.Log.Warn("A backend failed before answering and the client's first bytes were too many to send again: closing it",
 					"backend", be.Addr.String(), "error", err)
-				return
+				return false
 			}
 			p.Log.Info("A backend failed before answering: sending the connection to the next", "backend", be.Addr.String(), "error", err)
 			continue
 		}
+		p.Gate.Greeted()
 		done := p.Pool.Carried(i, func() { c.Close(); b.Close() })
 		pipe(c, b)
 		done()
 		p.Pool.Closed(i)
-		return
+		return true
 	}
 }
 

@@ -36,6 +36,7 @@ type Spreader struct {
 	checkers []*health.Checker // backend i+1's; nil when it could not be built
 	log      *slog.Logger
 	active   atomic.Bool
+	gate     Gate
 }
 
 // localAddr is where the proxy reaches this node's own apiserver first:
@@ -143,6 +144,21 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 			go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
 		}
 	}
+	s.gate.Pause = func(paused bool) {
+		greeting, carried := s.gate.greeting, s.gate.carried // under the gate's lock
+		if !paused {
+			s.log.Info("Spreading resumed", "awaiting_answer", greeting, "carried", carried)
+			if err := steer.Renew(steerLease); err != nil {
+				s.log.Warn("Renewing the steering failed: new connections reach the local apiserver alone until it succeeds", "error", err)
+			}
+			return
+		}
+		s.log.Warn("Spreading paused: too many connections carried, new ones reach the local apiserver",
+			"awaiting_answer", greeting, "carried", carried, "max_awaiting_answer", MaxGreeting, "max_carried", MaxCarried)
+		if err := steer.Expire(); err != nil {
+			s.log.Warn("Pausing the steering failed", "error", err)
+		}
+	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.renew(ctx, steer) }()
 	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)
@@ -151,7 +167,7 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 	for _, l := range []*net.TCPListener{ls.V4, ls.V6} {
 		if l != nil {
 			wg.Add(1)
-			go func() { defer wg.Done(); (&Proxy{Pool: s.pool, Log: s.log}).Serve(serveCtx, l) }()
+			go func() { defer wg.Done(); (&Proxy{Pool: s.pool, Log: s.log, Gate: &s.gate}).Serve(serveCtx, l) }()
 		}
 	}
 	<-ctx.Done()
@@ -241,8 +257,10 @@ func (s *Spreader) renew(ctx context.Context, steer *Steer) {
 			return
 		case <-t.C():
 		}
-		if err := steer.Renew(steerLease); err != nil {
-			s.log.Warn("Renewing the steering failed: new connections reach the local apiserver alone until it succeeds", "error", err)
-		}
+		s.gate.Unless(func() {
+			if err := steer.Renew(steerLease); err != nil {
+				s.log.Warn("Renewing the steering failed: new connections reach the local apiserver alone until it succeeds", "error", err)
+			}
+		})
 	}
 }

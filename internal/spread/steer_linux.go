@@ -113,6 +113,15 @@ func (s *Steer) Renew(d time.Duration) error {
 	return nil
 }
 
+// Expire ends the lease now: new connections reach the kernel's own
+// listener until the next Renew.
+func (s *Steer) Expire() error {
+	if err := s.lease.Update(uint32(0), uint64(0), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("ending the steering's lease: %w", err)
+	}
+	return nil
+}
+
 // put stores l's socket in slot key.
 func (s *Steer) put(key uint32, l *net.TCPListener) error {
 	rc, err := l.SyscallConn()

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,4 +85,88 @@ func capsOf(t *testing.T, pid int) (eff, prm uint64) {
 		}
 	}
 	return eff, prm
+}
+
+// floodConns is how many idle connections TestSpreadFlood opens: both ends
+// live in this test process (the stand-in apiservers are in-process), and
+// its descriptors are limited to 20 000 here.
+const floodConns = 8000
+
+// maxFloodRSS is the daemon's resident memory that a flood of idle
+// connections must stay under: its idle 12-20 MiB, and the connections
+// awaiting an answer up to the cap (1024 × about 50 KiB), with room for the
+// Go heap's growth.
+const maxFloodRSS = 150 << 10 // KiB
+
+// TestSpreadFlood: one client opens 8000 connections to VIP:6443 and sends
+// nothing. Past 1024 awaiting their first answer the holder pauses its
+// steering (new connections reach the local apiserver, as without
+// spreading), its memory stays bounded, no node's election changes and no
+// health check fails; the flood gone, spreading resumes. fb2b4e5's build
+// had no cap: every connection held its buffers and goroutines in the
+// daemon (about 50 KiB each).
+func TestSpreadFlood(t *testing.T) {
+	c := newCluster(t, 2, "NOVAEDGE_CP_VIP_SPREAD=true", "NOVAEDGE_CP_VIP_SPREAD_BACKENDS=192.0.2.11,192.0.2.12",
+		"NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms")
+	c.startAll(t)
+	h := c.settledHolder(t, vip4, -1, 15*time.Second)
+	waitLine(t, c.procs[h], 0, "Spreading new connections to the VIP over the apiservers")
+	from := make([]int, len(c.procs))
+	for i, p := range c.procs {
+		from[i] = p.Lines()
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, cn := range conns {
+			cn.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for range floodConns {
+		cn, err := c.client.Dial(ctx, "192.0.2.100:6443")
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, cn)
+	}
+	waitLine(t, c.procs[h], from[h], "Spreading paused", "max_awaiting_answer=1024")
+	time.Sleep(3 * time.Second) // health checks and advertisements under the flood
+	rss := rssKiB(t, c.procs[h].PID())
+	t.Logf("FIGURE spread: %d idle connections from one client: the holder's RSS %d KiB", floodConns, rss)
+	if rss > maxFloodRSS {
+		t.Errorf("the holder's RSS is %d KiB under the flood, want at most %d", rss, maxFloodRSS)
+	}
+	if who, err := c.client.Whoami(vip4.Addr(), 6443, 5*time.Second); err != nil || who != c.nodes[h].Name {
+		t.Errorf("a request through the VIP under the flood: %q %v", who, err)
+	}
+	for i, p := range c.procs {
+		for j := from[i]; j < p.Lines(); j++ {
+			if l := p.Line(j); strings.Contains(l, `msg="VRRP state changed"`) || strings.Contains(l, `msg="Health check failed"`) {
+				t.Errorf("%s under the flood: %s", c.nodes[i].Name, l)
+			}
+		}
+	}
+	for _, cn := range conns {
+		cn.Close()
+	}
+	conns = nil
+	waitLine(t, c.procs[h], from[h], "Spreading resumed")
+}
+
+// rssKiB is process pid's resident set (VmRSS).
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var v int
+		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &v); err == nil {
+			return v
+		}
+	}
+	t.Fatalf("no VmRSS for %d", pid)
+	return 0
 }
