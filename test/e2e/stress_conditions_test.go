@@ -53,6 +53,17 @@ func stressConditions() []stressCondition {
 				return s.trials(ctx, func() error { return s.cp.SignalAPIServer(0, syscall.SIGKILL) },
 					func() error { return s.cp.StartAPIServer(0) })
 			}},
+		// A refused port is a certain failure: the holder resigns and a
+		// healthy backup takes over within its skew, settled or not (under
+		// this loss no backup might reach two clean passes in a row).
+		stressCondition{name: "holder's apiserver SIGKILLed under 20 % packet loss on the segment (trials)", real: true, segmentLoss: true,
+			run: func(ctx context.Context, s *stressLab) error {
+				lossDone := make(chan error, 1)
+				go func() { lossDone <- s.loss(ctx, 20) }()
+				err := s.trials(ctx, func() error { return s.cp.SignalAPIServer(0, syscall.SIGKILL) },
+					func() error { return s.cp.StartAPIServer(0) })
+				return errors.Join(err, <-lossDone)
+			}},
 		stressCondition{name: "holder's apiserver hung: its etcd stopped (SIGSTOP, trials)", real: true,
 			run: func(ctx context.Context, s *stressLab) error {
 				return s.trials(ctx, func() error { return s.cp.SignalEtcd(0, syscall.SIGSTOP) },
