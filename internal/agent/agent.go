@@ -105,15 +105,29 @@ func (a *Agent) Run(ctx context.Context) {
 		close(electDone)
 	}()
 
+	certain := false // as last told to the elector
 	for {
 		select {
 		case tr := <-transitions:
 			if s, ok := a.Elector.(Settler); ok {
 				s.SetSettled(tr.Settled)
 			}
-			if !tr.Changed {
-				continue // settled only
+			r, resigner := a.Elector.(Resigner)
+			if resigner {
+				r.SetCertain(tr.Certain)
 			}
+			if !tr.Changed {
+				// Settled only, or certain now while unhealthy already
+				// (failing on time-outs, then refused): the elector hears
+				// the failure again, certain, and a holder hands over.
+				if resigner && tr.Certain && !certain {
+					a.Log.Warn("API server does not serve at all now, handing the VIP over", "reason", tr.Last.Reason)
+					a.Elector.SetHealthy(false, tr.Last.Reason)
+				}
+				certain = tr.Certain
+				continue
+			}
+			certain = tr.Certain
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
 			if tr.State == health.Draining {
 				a.Log.Warn("API server is shutting down, handing the VIP over")
@@ -123,9 +137,6 @@ func (a *Agent) Run(ctx context.Context) {
 				reason = fmt.Sprintf("status %d", tr.Last.Status)
 			}
 			a.record(tr.State.String(), "", reason)
-			if r, ok := a.Elector.(Resigner); ok {
-				r.SetCertain(tr.State != health.Healthy && tr.Last.Certain())
-			}
 			a.Elector.SetHealthy(tr.State == health.Healthy, reason)
 			if a.Local != nil {
 				a.Local.SetLocal(tr.State)

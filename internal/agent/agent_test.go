@@ -235,3 +235,28 @@ func TestAgentTellsSettled(t *testing.T) {
 		t.Fatalf("journaled %v, want one healthy and one unhealthy", cj.counts)
 	}
 }
+
+type certainElector struct{ settlingElector }
+
+func (e certainElector) SetCertain(c bool) { e.j.add(fmt.Sprintf("certain %v", c)) }
+
+// TestAgentTellsCertain: every transition tells a Resigner whether the
+// failure is certain, before its health; an apiserver already unhealthy
+// (time-outs) that then refuses is told again, certain, so that a holder
+// hands the VIP over at once.
+func TestAgentTellsCertain(t *testing.T) {
+	j := &journal{seen: make(chan struct{}, 1)}
+	h := make(transitions)
+	a := &Agent{Health: h, Elector: certainElector{settlingElector{j}}, Announcer: fakeAnnouncer{&journal{seen: make(chan struct{}, 1)}}, Log: quiet}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	h <- health.Transition{State: health.Unhealthy, Changed: true}
+	h <- health.Transition{State: health.Unhealthy, Certain: true}
+	h <- health.Transition{State: health.Unhealthy, Certain: true, Settled: false}
+	j.waitFor(t, "settled false", "certain false", "healthy false",
+		"settled false", "certain true", "healthy false",
+		"settled false", "certain true")
+	cancel()
+	<-done
+}

@@ -90,6 +90,11 @@ type Transition struct {
 	// Settled: healthy, and the latest checks passed (SettleRun): this node
 	// may take the VIP from a holder that fails its checks.
 	Settled bool
+	// Certain: not healthy, and the latest check leaves no doubt that the
+	// apiserver does not serve (Result.Certain). Sent when it changes too:
+	// an apiserver failing on time-outs that is then killed (refused) stays
+	// unhealthy, but its holder now hands the VIP over at once.
+	Certain bool
 	Last    Result
 }
 
@@ -106,9 +111,10 @@ type Checker struct {
 	thr     thresholds
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	// sentSettled: the Settled of the latest transition sent.
-	sentSettled bool
-	timeout     *quietio.Alarm // a check's timeout (withTimeout); nil until the first
+	// sentSettled, sentCertain: the Settled and Certain of the latest
+	// transition sent.
+	sentSettled, sentCertain bool
+	timeout                  *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -363,10 +369,11 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.log.Log(ctx, lvl, "Health check failed", "url", c.cfg.URL, "reason", r.Reason,
 			"consecutive", c.thr.failRun, "threshold", c.cfg.FailThreshold)
 	}
-	if changed || settled != c.sentSettled { // against what was sent: a reload's RISE_THRESHOLD may change it between checks
-		c.sentSettled = settled
+	certain := state != Healthy && r.Certain()
+	if changed || settled != c.sentSettled || certain != c.sentCertain { // against what was sent: a reload's RISE_THRESHOLD may change it between checks
+		c.sentSettled, c.sentCertain = settled, certain
 		select {
-		case out <- Transition{State: state, Changed: changed, Settled: settled, Last: r}:
+		case out <- Transition{State: state, Changed: changed, Settled: settled, Certain: certain, Last: r}:
 		case <-ctx.Done():
 		}
 	}

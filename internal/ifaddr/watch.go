@@ -139,8 +139,8 @@ func (w *watcher) changes(u netlink.AddrUpdate) bool {
 	if !ok || w.present == nil {
 		return true
 	}
-	if u.NewAddr == w.present[p] {
-		return false
+	if u.NewAddr && w.present[p] {
+		return false // set again: a renewal
 	}
 	if u.NewAddr {
 		w.present[p] = true

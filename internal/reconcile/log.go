@@ -14,7 +14,8 @@ func LogChange(log *slog.Logger, mode string, c Change) {
 	case Lost:
 		log.Warn("Control-plane VIP gone from the interface, not bound again now", "address", c.VIP, "mode", mode)
 	case Lapsed:
-		log.Warn("Control-plane VIP's lifetime ran out while this process did not run: released until the election speaks again", "address", c.VIP, "mode", mode)
+		log.Warn("Control-plane VIP's lifetime ran out before this process renewed it: released until the election speaks again", "address", c.VIP, "mode", mode,
+			"hint", "the process did not run (frozen, starved of CPU) or its renewals failed (see the errors before)")
 	case Failed:
 		log.Error("Reconciling the VIP failed, will retry", "address", c.VIP, "mode", mode, "error", c.Err)
 	}

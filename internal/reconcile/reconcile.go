@@ -41,6 +41,9 @@ type Change struct {
 	VIP    netip.Prefix
 	Action Action
 	Err    error // set when Action is Failed
+	// Renewal: a failed renewal of a VIP's lifetime; the VIP is bound as
+	// before (not touched by the step: a re-announcement asked for goes).
+	Renewal bool
 }
 
 // Counts are the totals of each action since start.
@@ -214,7 +217,7 @@ func (r *Reconciler) renew(vip netip.Prefix, now time.Time) (Change, bool) {
 		return Change{}, false
 	}
 	if err := r.addrs.Add(vip, r.life.Valid); err != nil {
-		return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("renewing %s: %w", vip, err)}, true
+		return Change{VIP: vip, Action: Failed, Err: fmt.Errorf("renewing %s: %w", vip, err), Renewal: true}, true
 	}
 	r.renewed[vip.Addr()] = now
 	return Change{}, false
@@ -275,7 +278,7 @@ func (r *Reconciler) ToAnnounce(desired, again map[netip.Prefix]bool, changes []
 	}
 	touched := map[netip.Prefix]bool{}
 	for _, c := range changes {
-		touched[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed
+		touched[c.VIP] = c.Action == Installed || c.Action == Fixed || c.Action == Failed && !c.Renewal
 	}
 	var out []netip.Prefix
 	for _, vip := range r.owned {

@@ -321,7 +321,13 @@ func (d *daemon) judge(r health.Result) {
 	if settled := d.thr.Settled(); settled != was || changed {
 		d.core.SetUnsettled(!settled, d.h.s.w.now) // with every transition, before the priority, as agent.Agent does
 	}
+	certain := st != health.Healthy && r.Certain() // health.Transition.Certain; agent.Agent: the elector is a Resigner
 	if !changed {
+		if certain && !d.certain { // unhealthy already, now certain: told again
+			d.certain = true
+			d.elect(r.Reason)
+		}
+		d.certain = certain
 		return
 	}
 	d.state = st
@@ -329,7 +335,7 @@ func (d *daemon) judge(r health.Result) {
 		d.healthySince = d.h.s.w.now
 	}
 	d.h.s.w.logf("%s   health %s (%s)", d.h.name, st, r.Reason)
-	d.certain = st != health.Healthy && r.Certain() // agent.Agent: the elector is a Resigner
+	d.certain = certain
 	d.elect(r.Reason)
 }
 

@@ -144,9 +144,12 @@ func (p *Pool) DialFailed(i int) {
 }
 
 // SetHealth records backend i's verdict; Up, a check has just passed.
-// Down ends every connection backend i carries: its clients reconnect at
-// once, to a backend that answers, instead of waiting for their keepalive
-// to find a dead peer.
+// Down ends every connection backend i carries while another backend is
+// up: its clients reconnect at once, to a backend that answers, instead of
+// waiting for their keepalive to find a dead peer. With none up (a failure
+// every apiserver shares: an etcd election, a revoked token) nothing is
+// cut: a reconnect would find no better backend, and every watch would
+// relist at the worst moment.
 func (p *Pool) SetHealth(i int, h Health) {
 	p.mu.Lock()
 	was := p.st[i].Health
@@ -155,7 +158,7 @@ func (p *Pool) SetHealth(i int, h Health) {
 		p.st[i].DialFailed = false
 	}
 	var cuts []func()
-	if h == Down && was != Down {
+	if h == Down && was != Down && p.othersUp(i) {
 		for _, cut := range p.cuts[i] {
 			cuts = append(cuts, cut)
 		}
@@ -164,6 +167,16 @@ func (p *Pool) SetHealth(i int, h Health) {
 	for _, cut := range cuts {
 		cut()
 	}
+}
+
+// othersUp says whether a backend other than i is up; under mu.
+func (p *Pool) othersUp(i int) bool {
+	for j, st := range p.st {
+		if j != i && st.Health == Up {
+			return true
+		}
+	}
+	return false
 }
 
 // Carried registers cut as the way to end a connection backend i carries,

@@ -284,4 +284,12 @@ func TestProxyCutsTheConnectionsOfABackendMarkedDown(t *testing.T) {
 	if st := p.Status(); st[0].Active != 1 {
 		t.Errorf("a carries %d, want its one connection kept", st[0].Active)
 	}
+	// With no other backend up (a failure every apiserver shares) a
+	// reconnect would find nothing better: a's connection stays.
+	p.SetHealth(0, Down)
+	conns["a"].Discard(0)
+	time.Sleep(50 * time.Millisecond)
+	if st := p.Status(); st[0].Active != 1 {
+		t.Errorf("a carries %d after it was marked down with no other backend up, want its connection kept", st[0].Active)
+	}
 }

@@ -43,8 +43,13 @@ const (
 type Steer struct {
 	sockets *ebpf.Map
 	lease   *ebpf.Map // one u64: until when (CLOCK_MONOTONIC, ns) to steer
-	prog    *ebpf.Program
-	link    link.Link
+	// leaseMem is the lease map's memory, mapped into ours: renewals are
+	// plain stores, no bpf system call (which kernels before 6.5 refuse
+	// without CAP_BPF when unprivileged BPF is disabled, as distributions
+	// set it; the daemon drops CAP_BPF once the program is attached).
+	leaseMem *ebpf.Memory
+	prog     *ebpf.Program
+	link     link.Link
 }
 
 // Listeners are the sockets that take the steered connections: one per
@@ -68,9 +73,13 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners, leas
 	if err != nil {
 		return nil, fmt.Errorf("socket map: %w", err)
 	}
-	s.lease, err = ebpf.NewMap(&ebpf.MapSpec{Name: "cpvip_lease", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	s.lease, err = ebpf.NewMap(&ebpf.MapSpec{Name: "cpvip_lease", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1,
+		Flags: unix.BPF_F_MMAPABLE})
 	if err != nil {
 		return nil, fmt.Errorf("lease map: %w", err)
+	}
+	if s.leaseMem, err = s.lease.Memory(); err != nil {
+		return nil, fmt.Errorf("mapping the lease map: %w", err)
 	}
 	if err := s.Renew(lease); err != nil {
 		return nil, err
@@ -101,23 +110,24 @@ func NewSteer(netns *os.File, vips []netip.Addr, port uint16, ls Listeners, leas
 }
 
 // Renew makes the steering run for d from now (a lease the program checks
-// on every new connection).
+// on every new connection). No system call but the clock's (vDSO).
 func (s *Steer) Renew(d time.Duration) error {
 	var now unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &now); err != nil {
 		return fmt.Errorf("reading the monotonic clock: %w", err)
 	}
-	if err := s.lease.Update(uint32(0), uint64(now.Nano()+d.Nanoseconds()), ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("renewing the steering's lease: %w", err)
-	}
-	return nil
+	return s.setLease(uint64(now.Nano() + d.Nanoseconds()))
 }
 
 // Expire ends the lease now: new connections reach the kernel's own
 // listener until the next Renew.
-func (s *Steer) Expire() error {
-	if err := s.lease.Update(uint32(0), uint64(0), ebpf.UpdateAny); err != nil {
-		return fmt.Errorf("ending the steering's lease: %w", err)
+func (s *Steer) Expire() error { return s.setLease(0) }
+
+// setLease stores the lease's end in the map's memory: one aligned 8-byte
+// store, which the program reads with one 8-byte load.
+func (s *Steer) setLease(until uint64) error {
+	if _, err := s.leaseMem.WriteAt(binary.NativeEndian.AppendUint64(nil, until), 0); err != nil {
+		return fmt.Errorf("setting the steering's lease: %w", err)
 	}
 	return nil
 }

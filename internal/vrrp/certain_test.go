@@ -107,3 +107,56 @@ func TestFailOpenBackupWaitsOutAResignation(t *testing.T) {
 		}
 	}
 }
+
+// A second failing verdict during the wait for a healthy node (a drain's
+// port closing: draining, then refused) keeps the wait: no node healthy,
+// the holder keeps the VIP and is master again at the fail-open priority.
+// The review found it released the VIP at once and joined as a backup.
+func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "the apiserver is shutting down", now)
+	c.SetPriority(FailOpenPriority, "connection refused", now.Add(150*time.Millisecond))
+	for range 20 {
+		at := c.Deadline()
+		if at.IsZero() || c.State() == Master {
+			break
+		}
+		c.Timeout(at)
+	}
+	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
+	}
+}
+
+// Healthy again before any node took over: master again at once at its
+// priority, the VIP kept all along.
+func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "connection refused", now)
+	c.SetCertain(false)
+	c.SetPriority(100, "", now.Add(100*time.Millisecond))
+	if c.State() != Master || c.Priority() != 100 || slices.Contains(out.decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at 100 at once, the VIP kept", c.State(), c.Priority(), out.decided)
+	}
+}
+
+// The carrier lost during the wait releases the VIP (a fault): the wait's
+// end then keeps nothing and claims nothing.
+func TestCertainFailureThenCarrierLoss(t *testing.T) {
+	var out recordOutput
+	c := masterCore(t, &out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "connection refused", now)
+	c.Carrier(false, now.Add(50*time.Millisecond))
+	c.Timeout(now.Add(time.Second))
+	if c.State() == Master || slices.Contains(out.decided, true) {
+		t.Fatalf("state %s decided %v: want no master without carrier", c.State(), out.decided)
+	}
+}

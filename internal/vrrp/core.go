@@ -174,15 +174,16 @@ func (c *Core) Timeout(now time.Time) {
 			why = "another master announced itself"
 		}
 		switch {
-		case c.fallback && !c.heard:
+		case c.fallback && !c.heard && c.handingOver && c.m.State() == Initialize:
 			c.keepFailOpen(now)
-		case c.fallback:
+		case c.fallback && c.handingOver:
 			// Handed over for a certain failure: a backup at the fail-open
 			// priority from now on, as an unhealthy node is.
 			c.handedOver(why)
 			c.fallback = false
 			c.apply(c.setPriority(FailOpenPriority, now), false, now)
 		default:
+			c.fallback = false // the carrier went meanwhile: the fault released the VIP
 			c.handedOver(why)
 		}
 		if c.m.State() == Master && c.m.Priority() == FailOpenPriority {
@@ -202,6 +203,20 @@ func (c *Core) SetCertain(certain bool) { c.certain = certain }
 // is healthy at the fail-open priority).
 func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	c.failing = why
+	if c.fallback && c.handingOver && !c.heard && c.m.State() == Initialize && p > 0 {
+		// Resigned for a certain failure, still waiting for a healthy
+		// node: another verdict while failing (a drain's port closing)
+		// keeps that wait and its fallback; healthy again first, it is
+		// master again at once with the VIP it kept.
+		if why != "" {
+			return
+		}
+		c.fallback, c.handingOver, c.handoverAt, c.resignAgain = false, false, time.Time{}, time.Time{}
+		c.priority = p
+		c.m.SetPriority(p, now) // in Initialize: no action
+		c.apply(c.m.Rejoin(now, "healthy again before another node took the VIP"), false, now)
+		return
+	}
 	// Make before break: a master that resigns keeps the VIP bound until a
 	// backup has taken over, so that a client's packets in the skew time
 	// reach a node that answers — the draining apiserver serves them, a
@@ -226,10 +241,9 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		// resume): another node may have taken over while it was down.
 		c.priority = p
 		c.m.SetPriority(p, now) // in Initialize: no action
-		c.resumeAt = c.started.Add(ResumeListen(c.cfg.Interval))
-		if !now.Before(c.resumeAt) {
-			c.resume(now)
-		}
+		// Always from the timer: the driver reads the advertisements
+		// queued by then before it (Instance.Run).
+		c.resumeAt = later(c.started.Add(ResumeListen(c.cfg.Interval)), now)
 		return
 	}
 	c.endResume("the apiserver is not healthy", now)
@@ -258,7 +272,6 @@ func (c *Core) keepFailOpen(now time.Time) {
 	c.priority = FailOpenPriority
 	c.m.SetPriority(FailOpenPriority, now) // in Initialize: no action
 	c.apply(c.m.Rejoin(now, "no healthy node took the VIP: keeping it with the fail-open priority"), false, now)
-	c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
 }
 
 // setPriority hands a new priority to the machine: 0 leaves the election,
@@ -334,7 +347,7 @@ func (c *Core) Carrier(up bool, now time.Time) {
 // master still, no other took over, so it binds them again.
 func (c *Core) Lapsed(now time.Time) {
 	if c.m.State() == Master {
-		c.log.Warn("The VIP's lifetime ran out while this process did not run: binding it again", "vrid", c.cfg.VRID)
+		c.log.Warn("The VIP's lifetime ran out, and this node is still the master: binding it again", "vrid", c.cfg.VRID)
 		c.out.Decide(true)
 	}
 }
@@ -416,6 +429,14 @@ func (c *Core) apply(acts []Action, keep bool, now time.Time) {
 			}
 		}
 	}
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // String describes the core for a trace.

@@ -95,7 +95,11 @@ func TestResumeAfterAQuietInterval(t *testing.T) {
 	c = NewCore(resumeConfig(200*time.Millisecond), &late, discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(300*time.Millisecond))
+	if at := c.Deadline(); !at.Equal(t0.Add(300 * time.Millisecond)) {
+		t.Fatalf("late verdict: resume due %v after the start, want at once (from the timer, after the queued packets)", at.Sub(t0))
+	}
+	c.Timeout(c.Deadline())
 	if c.State() != Master {
-		t.Fatalf("late verdict: %s, want master at once", c.State())
+		t.Fatalf("late verdict: %s, want master", c.State())
 	}
 }

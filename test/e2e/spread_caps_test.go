@@ -54,6 +54,23 @@ func TestSpreadCapabilities(t *testing.T) {
 			if eff, prm := capsOf(t, p.PID()); eff&capBPF != 0 || prm&capBPF != 0 {
 				t.Errorf("the daemon keeps CAP_BPF (effective %#x, permitted %#x)", eff, prm)
 			}
+			if !carried {
+				return
+			}
+			// Without CAP_BPF the lease is still renewed (through the map's
+			// memory, no bpf call): 3 s on, past the lease, a connection is
+			// still carried.
+			time.Sleep(3 * time.Second)
+			before := readSpread(t, l.node).Spread[0].Connections
+			if who, err := l.client.Whoami(mustAddr("192.0.2.100"), 6443, 5*time.Second); err != nil || who != "n1" {
+				t.Errorf("client via the VIP 3 s later: %q %v", who, err)
+			}
+			if after := readSpread(t, l.node).Spread[0].Connections; after <= before {
+				t.Errorf("a connection 3 s after the drop went around the proxy (%d carried before, %d after): the lease was not renewed", before, after)
+			}
+			if i, err := p.WaitLine(0, 0, "Renewing the steering failed"); err == nil {
+				t.Errorf("%s", p.Line(i))
+			}
 		})
 	}
 }

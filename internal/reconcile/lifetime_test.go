@@ -1,0 +1,125 @@
+package reconcile
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
+)
+
+// clock is a settable time for the reconciler.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func lifetimeRec(f *reconciletest.Addrs) (*Reconciler, *clock) {
+	c := &clock{epoch}
+	r := New(f, []netip.Prefix{vip4})
+	r.SetLifetime(Lifetime{Valid: 3 * time.Second, Renew: 500 * time.Millisecond}, c.now)
+	return r, c
+}
+
+// A held VIP is bound with its lifetime and set again every renewal
+// period, not more often; RenewAt says when.
+func TestLifetimeRenewed(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	hold := map[netip.Prefix]bool{vip4: true}
+	r.Step(hold)
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("install: %q", got)
+	}
+	if at := r.RenewAt(); !at.Equal(epoch.Add(500 * time.Millisecond)) {
+		t.Fatalf("renewal due %v after the install, want 500ms", at.Sub(epoch))
+	}
+	c.t = epoch.Add(400 * time.Millisecond)
+	r.Step(hold)
+	if got := f.Take(); len(got) != 0 {
+		t.Fatalf("renewed before its time: %q", got)
+	}
+	c.t = epoch.Add(500 * time.Millisecond)
+	if ch := r.Step(hold); len(ch) != 0 {
+		t.Fatalf("a renewal is no change: %+v", ch)
+	}
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("renewal: %q", got)
+	}
+	r.Step(map[netip.Prefix]bool{vip4: false})
+	if at := r.RenewAt(); !at.IsZero() {
+		t.Fatalf("renewal due %v after the release", at)
+	}
+}
+
+// A VIP gone after its lifetime (the process did not renew it in time) is
+// lapsed, not bound again by the step; one deleted by hand within it is
+// put back.
+func TestLapsedIsNotBoundAgain(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	hold := map[netip.Prefix]bool{vip4: true}
+	r.Step(hold)
+	_ = f.Del(vip4) // deleted by hand a second later
+	c.t = epoch.Add(time.Second)
+	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Fixed}) {
+		t.Fatalf("deleted by hand: %v", got)
+	}
+	_ = f.Del(vip4) // the kernel, the lifetime run out: no step for 3 s
+	c.t = epoch.Add(4 * time.Second)
+	if got := actions(r.Step(hold)); !slices.Equal(got, []Action{Lapsed}) {
+		t.Fatalf("lapsed: %v", got)
+	}
+	if list, _ := f.List(); slices.Contains(list, vip4) {
+		t.Fatal("a lapsed VIP was bound again by the step")
+	}
+	if r.Fresh(vip4.Addr()) {
+		t.Error("a lapsed VIP is fresh")
+	}
+}
+
+// A renewal that fails is counted, retried a quarter of a renewal period
+// later (not at once, in a loop), and does not eat a re-announcement asked
+// for: the VIP is bound as before.
+func TestRenewalFailure(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	hold := map[netip.Prefix]bool{vip4: true}
+	r.Step(hold)
+	f.Fail(errors.New("netlink busy"), nil)
+	c.t = epoch.Add(500 * time.Millisecond)
+	ch := r.Step(hold)
+	if len(ch) != 1 || ch[0].Action != Failed || !ch[0].Renewal {
+		t.Fatalf("failed renewal: %+v", ch)
+	}
+	if at := r.RenewAt(); !at.Equal(c.t.Add(125 * time.Millisecond)) {
+		t.Fatalf("retry due %v after the failure, want 125ms", at.Sub(c.t))
+	}
+	vips, ok := r.ToAnnounce(hold, hold, ch, false)
+	if !ok || !slices.Equal(vips, []netip.Prefix{vip4}) {
+		t.Fatalf("re-announce after a failed renewal: %v %v", vips, ok)
+	}
+}
+
+// The loop lets a lapsed VIP go and tells the hook, unless the election
+// spoke since the step's snapshot: its word stands.
+func TestLoopLapse(t *testing.T) {
+	var lapsed []netip.Prefix
+	l := NewLoop(New(reconciletest.New(), []netip.Prefix{vip4}), nil, time.Hour,
+		Hooks{Lapsed: func(v netip.Prefix) { lapsed = append(lapsed, v) }})
+	l.Hold(vip4)
+	l.snapshot()
+	l.lapse([]Change{{VIP: vip4, Action: Lapsed}})
+	if l.Wanted(vip4.Addr()) || !slices.Equal(lapsed, []netip.Prefix{vip4}) {
+		t.Fatalf("wanted %v, hook %v: want it let go and the hook told", l.Wanted(vip4.Addr()), lapsed)
+	}
+	l.snapshot()
+	l.Hold(vip4) // the election, after the snapshot
+	l.lapse([]Change{{VIP: vip4, Action: Lapsed}})
+	if !l.Wanted(vip4.Addr()) {
+		t.Fatal("a Hold after the snapshot was undone by the lapse")
+	}
+}
