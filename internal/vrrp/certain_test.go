@@ -160,3 +160,24 @@ func TestCertainFailureThenCarrierLoss(t *testing.T) {
 		t.Fatalf("state %s decided %v: want no master without carrier", c.State(), out.decided)
 	}
 }
+
+// A healthy backup whose takeover of a resigning master is due turns
+// unhealthy before its skew runs out (every apiserver killed, the holder
+// noticed first): it does not take over; it waits as a failing backup
+// does, and the resigned holder keeps the VIP. In the real control plane
+// lab the VIP went to the node that noticed last.
+func TestResignationTakeoverRevertsWhenTheTakerFails(t *testing.T) {
+	m := NewMachine(params(100, "192.0.2.13"))
+	m.SetPriority(100, t0)
+	m.SetCandidate(true, t0)
+	m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), t0)
+	m.Receive(adv(0, 100), netip.MustParseAddr("192.0.2.12"), t0.Add(100*time.Millisecond))
+	soon := m.Deadline()
+	if soon.Sub(t0) > time.Second {
+		t.Fatalf("takeover due %v after the last advertisement, want within the skew of the resignation", soon.Sub(t0))
+	}
+	m.SetPriority(FailOpenPriority, t0.Add(120*time.Millisecond))
+	if at := m.Deadline(); !at.After(soon) || at.Sub(t0) < 3*time.Second {
+		t.Fatalf("takeover due %v after the last advertisement once failing, want its master down interval", at.Sub(t0))
+	}
+}

@@ -194,11 +194,15 @@ func (m *Machine) reconsider(now time.Time) {
 	switch {
 	case m.preempts(m.masterPriority):
 		m.takeOverSoon(now, m.preemptWhy(), true)
-	case m.soonLive:
+	case m.soonLive || m.soon != "" && m.p.Priority == FailOpenPriority:
 		// A takeover from the live master was due, and we turned
 		// unhealthy or unsettled before our skew ran out: follow it again,
 		// its master down interval counted from its last advertisement.
-		// A resignation's takeover (priority 0) stands.
+		// So for a resignation's takeover (priority 0) once we fail too,
+		// as a failing backup does not bring it forward (Receive): a
+		// failure every apiserver shares, seen by the holder first, must
+		// not move the VIP to the node that noticed last. A resignation's
+		// takeover stands for a backup merely unsettled.
 		since, waiting := m.silentSince, m.waiting
 		if since.IsZero() {
 			since = now
