@@ -163,21 +163,33 @@ func TestSteerHandsTheVIPsPortToUs(t *testing.T) {
 	})
 }
 
+// apiserverAndUs starts, in the namespace the caller is in, an apiserver
+// answering its name on every address's port 16443 and our loopback
+// listener; both close when the test ends.
+func apiserverAndUs(t *testing.T) (*net.TCPListener, bool) {
+	apiserver, err := net.Listen("tcp", ":16443")
+	if err != nil {
+		t.Error(err)
+		return nil, false
+	}
+	t.Cleanup(func() { apiserver.Close() })
+	serveName(apiserver, "apiserver")
+	v4, err := ListenLoopback(context.Background(), false)
+	if err != nil {
+		t.Error(err)
+		return nil, false
+	}
+	t.Cleanup(func() { v4.Close() })
+	return v4, true
+}
+
 // With our listener closed (a proxy stopping before the program is
 // detached) the apiserver answers: the program passes what it cannot
 // assign.
 func TestSteerPassesWithoutAListener(t *testing.T) {
 	inNetns(t, []string{"192.0.2.100/32"}, func(ns *os.File) {
-		apiserver, err := net.Listen("tcp", ":16443")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer apiserver.Close()
-		serveName(apiserver, "apiserver")
-		v4, err := ListenLoopback(context.Background(), false)
-		if err != nil {
-			t.Error(err)
+		v4, ok := apiserverAndUs(t)
+		if !ok {
 			return
 		}
 		s, err := NewSteer(ns, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4}, time.Hour)
@@ -198,19 +210,10 @@ func TestSteerPassesWithoutAListener(t *testing.T) {
 // without spreading; renewed, they come to us again.
 func TestSteerLapses(t *testing.T) {
 	inNetns(t, []string{"192.0.2.100/32"}, func(ns *os.File) {
-		apiserver, err := net.Listen("tcp", ":16443")
-		if err != nil {
-			t.Error(err)
+		v4, ok := apiserverAndUs(t)
+		if !ok {
 			return
 		}
-		defer apiserver.Close()
-		serveName(apiserver, "apiserver")
-		v4, err := ListenLoopback(context.Background(), false)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer v4.Close()
 		serveName(v4, "us4")
 		s, err := NewSteer(ns, []netip.Addr{netip.MustParseAddr("192.0.2.100")}, 16443, Listeners{V4: v4}, 200*time.Millisecond)
 		if err != nil {

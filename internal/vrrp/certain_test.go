@@ -23,6 +23,28 @@ func masterCore(t *testing.T, out *recordOutput) *Core {
 	return c
 }
 
+// resignedForRefused returns a master core whose apiserver was just found
+// refusing (a certain failure), and when.
+func resignedForRefused(t *testing.T, out *recordOutput) (*Core, time.Time) {
+	t.Helper()
+	c := masterCore(t, out)
+	now := t0.Add(time.Second)
+	c.SetCertain(true)
+	c.SetPriority(FailOpenPriority, "connection refused", now)
+	return c, now
+}
+
+// untilMaster runs c's timers until it is master or nothing is due.
+func untilMaster(c *Core) {
+	for range 20 {
+		at := c.Deadline()
+		if at.IsZero() || c.State() == Master {
+			return
+		}
+		c.Timeout(at)
+	}
+}
+
 // A holder whose apiserver refuses (or drains) resigns at once, with fail
 // open too: priority 0, the VIP kept until a backup announces itself and a
 // grace after. Its backups then take over within their skew, settled or
@@ -30,10 +52,7 @@ func masterCore(t *testing.T, out *recordOutput) *Core {
 // backup settled, which under sustained loss could be never.
 func TestCertainFailureResigns(t *testing.T) {
 	var out recordOutput
-	c := masterCore(t, &out)
-	now := t0.Add(time.Second)
-	c.SetCertain(true)
-	c.SetPriority(FailOpenPriority, "connection refused", now)
+	c, now := resignedForRefused(t, &out)
 	if !slices.Equal(out.sent, []uint8{0}) || slices.Contains(out.decided, false) || c.State() == Master {
 		t.Fatalf("sent %v, decided %v, state %s: want priority 0 sent, the VIP kept, not master", out.sent, out.decided, c.State())
 	}
@@ -52,17 +71,8 @@ func TestCertainFailureResigns(t *testing.T) {
 // master again at the fail-open priority.
 func TestCertainFailureKeepsTheVIPWhenNoneTakesIt(t *testing.T) {
 	var out recordOutput
-	c := masterCore(t, &out)
-	now := t0.Add(time.Second)
-	c.SetCertain(true)
-	c.SetPriority(FailOpenPriority, "connection refused", now)
-	for range 20 {
-		at := c.Deadline()
-		if at.IsZero() || c.State() == Master {
-			break
-		}
-		c.Timeout(at)
-	}
+	c, _ := resignedForRefused(t, &out)
+	untilMaster(c)
 	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
 		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
 	}
@@ -119,13 +129,7 @@ func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
 	c.SetCertain(true)
 	c.SetPriority(FailOpenPriority, "the apiserver is shutting down", now)
 	c.SetPriority(FailOpenPriority, "connection refused", now.Add(150*time.Millisecond))
-	for range 20 {
-		at := c.Deadline()
-		if at.IsZero() || c.State() == Master {
-			break
-		}
-		c.Timeout(at)
-	}
+	untilMaster(c)
 	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
 		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
 	}
@@ -135,10 +139,7 @@ func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
 // priority, the VIP kept all along.
 func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
 	var out recordOutput
-	c := masterCore(t, &out)
-	now := t0.Add(time.Second)
-	c.SetCertain(true)
-	c.SetPriority(FailOpenPriority, "connection refused", now)
+	c, now := resignedForRefused(t, &out)
 	c.SetCertain(false)
 	c.SetPriority(100, "", now.Add(100*time.Millisecond))
 	if c.State() != Master || c.Priority() != 100 || slices.Contains(out.decided, false) {
@@ -150,10 +151,7 @@ func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
 // end then keeps nothing and claims nothing.
 func TestCertainFailureThenCarrierLoss(t *testing.T) {
 	var out recordOutput
-	c := masterCore(t, &out)
-	now := t0.Add(time.Second)
-	c.SetCertain(true)
-	c.SetPriority(FailOpenPriority, "connection refused", now)
+	c, now := resignedForRefused(t, &out)
 	c.Carrier(false, now.Add(50*time.Millisecond))
 	c.Timeout(now.Add(time.Second))
 	if c.State() == Master || slices.Contains(out.decided, true) {
