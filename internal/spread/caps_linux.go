@@ -9,17 +9,14 @@ import (
 )
 
 // DropBPF removes CAP_BPF from every thread of the process, for good
-// (effective, permitted, inheritable and ambient sets): once the steering is
-// attached, nothing needs it — the lease's map is written through the
-// descriptor already open — and a flaw reached through the proxy's sockets
-// then cannot load a program. The bpf system call stays allowed (the
-// lease's updates use it). It needs a build without cgo, as shipped
-// (syscall.AllThreadsSyscall).
+// (effective, permitted and inheritable sets; the kernel takes it from the
+// ambient set with them): once the steering is attached, nothing needs it —
+// the lease is written through the map's memory — and a flaw reached
+// through the proxy's sockets then cannot load a program. It needs the
+// capset system call (the spreading drop-in allows it) and a build without
+// cgo, as shipped (syscall.AllThreadsSyscall).
 func DropBPF() error {
 	const capBPF = 39 // CAP_BPF, linux/capability.h
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_LOWER, capBPF); errno != 0 {
-		return fmt.Errorf("lowering the ambient CAP_BPF: %w", errno)
-	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {

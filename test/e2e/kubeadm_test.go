@@ -246,8 +246,10 @@ func TestKubeadmSystemdL2(t *testing.T) {
 	k.asService(t, func(int) string {
 		return "NOVAEDGE_CP_VIP_ADDRESS=" + vip4.String() + "\nNOVAEDGE_CP_VIP_SPREAD=true\nNOVAEDGE_CP_VIP_SPREAD_BACKENDS=" + strings.Join(backends, ",") + "\n"
 	})
-	// + CAP_BPF (39), and the bpf system call: systemd-analyze counts it
-	// as @privileged allowed, 0.1 more (docs/security.md).
+	// + CAP_BPF (39) in the bounding set (dropped from the others once the
+	// steering is attached), and the bpf and capset system calls:
+	// systemd-analyze counts them as @privileged allowed, 0.1 more
+	// (docs/security.md).
 	k.svc.dropIns, k.svc.caps, k.svc.exposure = []string{"spread.conf"}, "8000003000", 1.9
 	installed := time.Now()
 	k.bootstrap(t, nil)

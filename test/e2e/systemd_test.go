@@ -239,9 +239,9 @@ func (s *sdLab) checkSandbox(t testing.TB, i int) {
 		t.Errorf("%s: the daemon runs as uid %v, want novaedge-cpvip's %s", s.nodes[i].Name, uid, want)
 	}
 	// CAP_NET_ADMIN (12) and CAP_NET_RAW (13): 0x3000; with the spreading
-	// drop-in CAP_BPF (39) too.
-	want := cmp.Or(s.caps, "3000")
-	for _, set := range []string{"CapEff", "CapBnd", "CapAmb"} {
+	// drop-in CAP_BPF (39) too in the bounding set, dropped from the others
+	// once the steering is attached.
+	for set, want := range map[string]string{"CapEff": "3000", "CapPrm": "3000", "CapAmb": "3000", "CapBnd": cmp.Or(s.caps, "3000")} {
 		if m := regexp.MustCompile(`(?m)^` + set + `:\s+([0-9a-f]+)`).FindStringSubmatch(st); m == nil || strings.TrimLeft(m[1], "0") != want {
 			t.Errorf("%s: the daemon's %s is %v, want %s and no more", s.nodes[i].Name, set, m, want)
 		}
