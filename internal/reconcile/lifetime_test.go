@@ -123,3 +123,27 @@ func TestLoopLapse(t *testing.T) {
 		t.Fatal("a Hold after the snapshot was undone by the lapse")
 	}
 }
+
+// Renew sets the due lifetimes again without reading the interface; a
+// renewal so late that the lifetime may have run out leaves it to a Step.
+func TestRenewOnly(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	r.Step(map[netip.Prefix]bool{vip4: true})
+	f.Take()
+	f.Fail(nil, errors.New("no listing wanted"))
+	c.t = epoch.Add(500 * time.Millisecond)
+	if ch, ok := r.Renew(); !ok || len(ch) != 0 {
+		t.Fatalf("renew: %+v %v", ch, ok)
+	}
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("renew: %q", got)
+	}
+	c.t = epoch.Add(3 * time.Second) // 2.5 s since: the process did not run
+	if _, ok := r.Renew(); ok {
+		t.Fatal("renewed a lifetime that may have run out, without looking")
+	}
+	if got := f.Take(); len(got) != 0 {
+		t.Fatalf("late renew wrote %q", got)
+	}
+}

@@ -132,12 +132,18 @@ func (l *Loop) Run(ctx context.Context) {
 	defer t.Close()
 	renew := quietio.NewTimer(time.Hour) // armed while a held VIP has a lifetime
 	defer renew.Close()
-	linkUp := false
+	linkUp, renewOnly := false, false
 	for {
-		desired, again := l.snapshot()
-		changes := l.apply(desired)
-		l.lapse(changes)
-		linkUp = l.reannounce(desired, again, changes, linkUp)
+		// A renewal alone sets the held VIPs' lifetimes again, without a
+		// pass over the interface's addresses: half the system calls and
+		// garbage of a pass, twice a second on the holder.
+		if !renewOnly || !l.renewOnly() {
+			desired, again := l.snapshot()
+			changes := l.apply(desired)
+			l.lapse(changes)
+			linkUp = l.reannounce(desired, again, changes, linkUp)
+		}
+		renewOnly = false
 		if at := l.rec.RenewAt(); at.IsZero() {
 			renew.Stop()
 		} else {
@@ -149,6 +155,7 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		case <-l.poke:
 		case <-renew.C():
+			renewOnly = true
 		case <-t.C():
 		case ev, ok := <-l.events:
 			if !ok {
@@ -157,6 +164,22 @@ func (l *Loop) Run(ctx context.Context) {
 			linkUp = linkUp || ev == LinkUp
 		}
 	}
+}
+
+// renewOnly renews the lifetimes due, reporting failures; false when a pass
+// is needed instead (a VIP's lifetime may have run out: only a pass, which
+// reads the interface, tells).
+func (l *Loop) renewOnly() bool {
+	changes, ok := l.rec.Renew()
+	if !ok {
+		return false
+	}
+	if l.hooks.Changed != nil {
+		for _, c := range changes {
+			l.hooks.Changed(c)
+		}
+	}
+	return true
 }
 
 // lapse lets go of the VIPs whose lifetime ran out: only a new Hold binds

@@ -209,6 +209,32 @@ func (r *Reconciler) install(vip netip.Prefix, wrong []netip.Prefix) Change {
 	return Change{VIP: vip, Action: action}
 }
 
+// Renew sets again the lifetime of every held VIP whose renewal is due,
+// without reading the interface, and returns the failures. It does nothing
+// and says false when a held VIP's lifetime may have run out by our clock
+// (this process did not run): a Step must look, and not bind it again.
+func (r *Reconciler) Renew() ([]Change, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	for _, vip := range r.owned {
+		if last, ok := r.renewed[vip.Addr()]; r.held[vip.Addr()] && ok && now.Sub(last) >= r.life.Valid-r.life.Renew {
+			return nil, false // a renewal this late: look at the interface first
+		}
+	}
+	r.stepped = now
+	var changes []Change
+	for _, vip := range r.owned {
+		if !r.held[vip.Addr()] {
+			continue
+		}
+		if c, failed := r.renew(vip, now); failed {
+			changes = append(changes, c)
+		}
+	}
+	return r.count(changes), true
+}
+
 // renew sets the lifetime of vip, held and bound, again when it is due: a
 // VIP found bound at start at once. It returns a change only if that failed.
 func (r *Reconciler) renew(vip netip.Prefix, now time.Time) (Change, bool) {
