@@ -252,8 +252,14 @@ func (r *Reconciler) renew(vip netip.Prefix, now time.Time) (Change, bool) {
 // lapsed says whether vip, held by this process and gone from the
 // interface, went because its lifetime ran out.
 func (r *Reconciler) lapsed(vip netip.Prefix, now time.Time) bool {
-	last, ok := r.renewed[vip.Addr()]
-	return r.held[vip.Addr()] && r.life.Valid > 0 && ok && now.Sub(last) >= r.life.Valid-kernelEarly
+	return r.held[vip.Addr()] && r.expired(vip.Addr(), now)
+}
+
+// expired says whether the lifetime this process last set on vip has run
+// out by our clock (false without a lifetime, or one set by another run).
+func (r *Reconciler) expired(vip netip.Addr, now time.Time) bool {
+	last, ok := r.renewed[vip]
+	return r.life.Valid > 0 && ok && now.Sub(last) >= r.life.Valid-kernelEarly
 }
 
 func (r *Reconciler) remove(vip netip.Prefix, present []netip.Prefix) Change {
@@ -330,8 +336,7 @@ func (r *Reconciler) Held(vip netip.Prefix) bool {
 func (r *Reconciler) Fresh(vip netip.Addr) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	last, ok := r.renewed[vip]
-	return r.held[vip] && (r.life.Valid == 0 || !ok || r.now().Sub(last) < r.life.Valid-kernelEarly)
+	return r.held[vip] && !r.expired(vip, r.now())
 }
 
 // Counts returns a copy of the totals.

@@ -1,6 +1,9 @@
 package spread
 
-import "sync"
+import (
+	"cmp"
+	"sync"
+)
 
 // The caps on what the proxy carries at once. A connection waiting for its
 // backend's first answer costs about 50 KiB (its reads' buffers and three
@@ -22,14 +25,16 @@ const resumeBelow = 0.9
 // Gate counts the connections the proxies carry and pauses the steering
 // past a cap. Safe for concurrent use.
 type Gate struct {
-	// Pause is called with true when a cap is reached, false when both are
-	// under resumeBelow of theirs again (Spreader: the steering's lease).
-	Pause func(paused bool)
+	// Pause is called, under the gate's lock (flips arrive in order), with
+	// true when a cap is reached and false when both counts are under
+	// resumeBelow of their caps again, with the counts then (Spreader: the
+	// steering's lease).
+	Pause func(paused bool, greeting, carried int)
 
 	mu                 sync.Mutex
 	greeting, carried  int
 	paused             bool
-	maxGreet, maxCarry int // 0: MaxGreeting, MaxCarried
+	maxGreet, maxCarry int // 0: MaxGreeting, MaxCarried (tests set smaller ones)
 }
 
 // Enter counts a connection accepted, waiting for its first answer.
@@ -47,13 +52,6 @@ func (g *Gate) Leave(greeting bool) {
 	}
 }
 
-// Counts returns the connections waiting for an answer and carried in all.
-func (g *Gate) Counts() (greeting, carried int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.greeting, g.carried
-}
-
 // Unless runs f unless a cap holds the steering paused, under the lock (a
 // renewal of the lease never races a pause).
 func (g *Gate) Unless(f func()) {
@@ -64,36 +62,21 @@ func (g *Gate) Unless(f func()) {
 	}
 }
 
-// Paused says whether a cap holds the steering paused now.
-func (g *Gate) Paused() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.paused
-}
-
 func (g *Gate) add(greeting, carried int) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.greeting += greeting
 	g.carried += carried
-	maxGreet, maxCarry := max(g.maxGreet, 0), max(g.maxCarry, 0)
-	if maxGreet == 0 {
-		maxGreet = MaxGreeting
+	maxGreet, maxCarry := cmp.Or(g.maxGreet, MaxGreeting), cmp.Or(g.maxCarry, MaxCarried)
+	full := g.greeting >= maxGreet || g.carried >= maxCarry
+	low := float64(g.greeting) < resumeBelow*float64(maxGreet) && float64(g.carried) < resumeBelow*float64(maxCarry)
+	if full && !g.paused || low && g.paused {
+		g.paused = !g.paused
+		if g.Pause != nil {
+			g.Pause(g.paused, g.greeting, g.carried)
+		}
 	}
-	if maxCarry == 0 {
-		maxCarry = MaxCarried
-	}
-	var flip bool
-	switch {
-	case !g.paused && (g.greeting >= maxGreet || g.carried >= maxCarry):
-		g.paused, flip = true, true
-	case g.paused && float64(g.greeting) < resumeBelow*float64(maxGreet) && float64(g.carried) < resumeBelow*float64(maxCarry):
-		g.paused, flip = false, true
-	}
-	if flip && g.Pause != nil {
-		g.Pause(g.paused) // under the lock: flips reach it in order
-	}
-	g.mu.Unlock()
 }

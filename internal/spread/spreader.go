@@ -144,8 +144,7 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 			go func() { defer wg.Done(); s.watch(ctx, i+1, c) }()
 		}
 	}
-	s.gate.Pause = func(paused bool) {
-		greeting, carried := s.gate.greeting, s.gate.carried // under the gate's lock
+	s.gate.Pause = func(paused bool, greeting, carried int) {
 		if !paused {
 			s.log.Info("Spreading resumed", "awaiting_answer", greeting, "carried", carried)
 			if err := steer.Renew(steerLease); err != nil {
