@@ -35,6 +35,7 @@ type daemon struct {
 	bfd        *bfd.Manager     // bgp with BFD
 	spread     *spread.Spreader // l2 with SPREAD
 	journal    *status.Journal
+	reloads    status.Reloads
 	started    time.Time
 	ready      atomic.Bool
 }
@@ -45,11 +46,12 @@ func (d *daemon) snapshot() status.Snapshot {
 	s := status.Snapshot{
 		Version: version, Mode: string(d.cfg.Mode), Interface: d.ifname, Started: d.started, Ready: d.ready.Load(),
 		Health: status.Health{State: st.State.String(), URL: d.checker.URL(), LastStatus: st.Last.Status,
-			LastReason: st.Last.Reason, LastDuration: st.Last.Duration,
+			Settled: st.Settled, LastReason: st.Last.Reason, LastDuration: st.Last.Duration,
 			Checks: map[string]uint64{"success": st.Success, "failure": st.Failure}},
 		Reconcile:    map[string]uint64{},
 		Drops:        map[string]map[string]uint64{},
 		SendFailures: map[string]uint64{},
+		Reloads:      d.reloads.Counts(),
 		Transitions:  d.journal.Recent(),
 	}
 	conflicts := map[netip.Addr]*status.Conflict{}
@@ -73,7 +75,7 @@ func (d *daemon) snapshot() status.Snapshot {
 		for _, in := range d.vrrp.Statuses() {
 			s.FailOpen.Priority = in.Priority
 			s.VRRP = append(s.VRRP, status.VRRP{VIP: in.VIP.String(), State: in.State.String(), Master: addrString(in.Master.String()),
-				Primary: addrString(in.Primary.String()), Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason,
+				Primary: addrString(in.Primary.String()), Priority: in.Priority, Sent: in.Sent, Received: in.Received, Since: in.Changed, Reason: in.Reason,
 				OtherGroups: otherGroups(in.Foreign, in.VIP.Addr().Is6())})
 			for r, n := range in.Drops {
 				drops[string(r)] += n

@@ -8,6 +8,7 @@ import (
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/status"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
@@ -37,7 +38,7 @@ func (d *daemon) tuners() []tuner {
 // needs a restart is named in one log line and left as it was; an invalid
 // file keeps the running configuration. Nothing here binds or releases the
 // VIP: the election decides that from the values applied.
-func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, running *config.Config, parts live, log *slog.Logger) {
+func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, running *config.Config, parts live, counts *status.Reloads, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -46,16 +47,19 @@ func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, run
 		}
 		if !r.HasFile() {
 			log.Warn("Reload asked, but there is no env file to read again (--env-file): nothing changed")
+			counts.Refused()
 			continue
 		}
 		next, err := r.Load()
 		if err != nil {
 			log.Error("Reload failed: keeping the running configuration", "error", err)
+			counts.Refused()
 			continue
 		}
 		merged, applied, restart, err := config.Reload(running, next)
 		if err != nil {
 			log.Error("Reload failed: keeping the running configuration", "error", err)
+			counts.Refused()
 			continue
 		}
 		if len(restart) > 0 {
@@ -64,6 +68,7 @@ func reloadOn(ctx context.Context, hup <-chan os.Signal, r *config.Reloader, run
 		prev := running
 		running = merged
 		parts.apply(prev, running)
+		counts.Applied()
 		log.Info("Configuration reloaded", "applied", applied)
 	}
 }

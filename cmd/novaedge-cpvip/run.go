@@ -84,7 +84,7 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}
 	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checkers: d.tuners(), elector: d.vrrp, announcer: d.l2},
-		log.With("component", "reload"))
+		&d.reloads, log.With("component", "reload"))
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	// Spreading ends after the agent's handover: its connections would
 	// otherwise be cut while the VIP is still here, and again when it moves.

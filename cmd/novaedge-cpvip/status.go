@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -16,15 +18,18 @@ import (
 	"github.com/novaedge/cpvip/internal/status"
 )
 
+// PackageEnvFile is the systemd package's env file: status reads the
+// metrics address from it when it is there and readable and no other is
+// named.
+const PackageEnvFile = "/etc/novaedge/cpvip.env"
+
 // statusCmd prints the running daemon's /status as a table, or as JSON.
 func statusCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("novaedge-cpvip status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def := os.Getenv("NOVAEDGE_CP_VIP_METRICS_ADDR")
-	if def == "" {
-		def = config.Default("NOVAEDGE_CP_VIP_METRICS_ADDR")
-	}
-	addr := fs.String("metrics-addr", def, "address of the daemon's status endpoint (NOVAEDGE_CP_VIP_METRICS_ADDR)")
+	addr := fs.String("metrics-addr", "", "address of the daemon's status endpoint (default: NOVAEDGE_CP_VIP_METRICS_ADDR from --env-file, else from the environment, else "+
+		config.Default("NOVAEDGE_CP_VIP_METRICS_ADDR")+")")
+	envFile := fs.String("env-file", "", "the daemon's env file, to read NOVAEDGE_CP_VIP_METRICS_ADDR from (default "+PackageEnvFile+" when it is there and readable)")
 	out := fs.String("o", "table", "output: table or json")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -36,6 +41,12 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "novaedge-cpvip status: -o must be table or json, not %q\n", *out)
 		return exitConfig
 	}
+	target, err := statusAddr(*addr, *envFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: %v\n", err)
+		return exitConfig
+	}
+	*addr = target
 	client := &http.Client{Timeout: 3 * time.Second}
 	resp, err := client.Get("http://" + *addr + "/status")
 	if err != nil {
@@ -59,6 +70,54 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	printStatus(stdout, &s)
 	return exitOK
+}
+
+// statusAddr is where the daemon's /status is: flag if set, else
+// NOVAEDGE_CP_VIP_METRICS_ADDR from envFile (or PackageEnvFile, if
+// readable), the environment, the default; an unspecified host (":9450",
+// the static pod's) is reached on 127.0.0.1, as /status answers loopback
+// only.
+func statusAddr(flag, envFile string) (string, error) {
+	const name = "NOVAEDGE_CP_VIP_METRICS_ADDR"
+	addr, set := flag, flag != ""
+	if !set {
+		path, named := envFile, envFile != ""
+		if !named {
+			path = PackageEnvFile
+		}
+		f, err := os.Open(path)
+		switch {
+		case err != nil && named:
+			return "", fmt.Errorf("reading --env-file: %w", err)
+		case err == nil:
+			vars, perr := config.ParseEnvFile(f)
+			f.Close()
+			if perr != nil {
+				return "", fmt.Errorf("env file %s: %w", path, perr)
+			}
+			addr, set = vars[name]
+		}
+	}
+	if !set {
+		addr, set = os.LookupEnv(name)
+	}
+	if !set {
+		addr = config.Default(name)
+	}
+	if addr == "" {
+		return "", fmt.Errorf("%s is empty: the daemon serves no status", name)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", name, addr, err)
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if err == nil && ip.Is6() {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 func rootCause(err error) error {

@@ -124,7 +124,9 @@ type Checker struct {
 
 // Stats is what status shows of the checks.
 type Stats struct {
-	State            State
+	State State
+	// Settled: healthy, and the latest checks passed (Transition.Settled).
+	Settled          bool
 	Last             Result
 	Success, Failure uint64
 }
@@ -354,7 +356,7 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	state, changed := c.thr.judge(r)
 	settled := c.thr.settled()
 	c.mu.Lock()
-	c.stats.State, c.stats.Last = state, r
+	c.stats.State, c.stats.Settled, c.stats.Last = state, settled, r
 	if r.OK {
 		c.stats.Success++
 	} else {

@@ -8,6 +8,7 @@ package staticpod
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -59,6 +60,16 @@ type Pod struct {
 
 type env struct{ Name, Value string }
 
+const metricsVar = "NOVAEDGE_CP_VIP_METRICS_ADDR"
+
+// PodMetricsAddr is the static pod's metrics address when the
+// configuration sets none: every address of the node (the pod is on the
+// host's network), so that a cluster's Prometheus scrapes it at the pod's
+// IP, the node's, as the PodMonitor does. The package keeps the daemon's
+// loopback default. What the port serves beyond loopback reveals no secret
+// (docs/monitoring.md): /status answers loopback clients only.
+const PodMetricsAddr = ":9450"
+
 type probe struct {
 	Host string
 	Port int
@@ -85,8 +96,13 @@ func Render(o Options) (Pod, error) {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n\"") {
 		return Pod{}, fmt.Errorf("image %q: want a reference like ghcr.io/novaedge/cpvip:v0.1.0", o.Image)
 	}
+	vars := o.Vars
+	if _, set := vars[metricsVar]; !set {
+		vars = maps.Clone(vars)
+		vars[metricsVar] = PodMetricsAddr
+	}
 	for _, f := range config.Fields() {
-		v, ok := o.Vars[f.Env]
+		v, ok := vars[f.Env]
 		if !ok {
 			continue
 		}
@@ -99,18 +115,14 @@ func Render(o Options) (Pod, error) {
 	if ca := o.Vars["NOVAEDGE_CP_VIP_CA_FILE"]; ca != "" {
 		d.CAFile = ca
 	}
-	metrics, set := o.Vars["NOVAEDGE_CP_VIP_METRICS_ADDR"]
-	if !set {
-		metrics = config.Default("NOVAEDGE_CP_VIP_METRICS_ADDR")
-	}
-	if metrics != "" {
+	if metrics := vars[metricsVar]; metrics != "" {
 		host, port, err := net.SplitHostPort(metrics)
 		if err != nil {
-			return Pod{}, fmt.Errorf("NOVAEDGE_CP_VIP_METRICS_ADDR %q: %w", metrics, err)
+			return Pod{}, fmt.Errorf("%s %q: %w", metricsVar, metrics, err)
 		}
 		n, err := strconv.Atoi(port)
 		if err != nil {
-			return Pod{}, fmt.Errorf("NOVAEDGE_CP_VIP_METRICS_ADDR %q: port %q", metrics, port)
+			return Pod{}, fmt.Errorf("%s %q: port %q", metricsVar, metrics, port)
 		}
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"
@@ -188,6 +200,10 @@ spec:
           readOnly: true
 {{- end}}
 {{- if .Probe}}
+      ports:
+        - name: metrics
+          containerPort: {{.Probe.Port}}
+          protocol: TCP
       livenessProbe:
         httpGet:
           host: {{.Probe.Host}}

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,9 @@ type Metrics struct {
 	conflict, conflicts, defences      *prometheus.Desc
 	spreadUp, spreadActive, spreading  *prometheus.Desc
 	spreadConns, spreadDialFailures    *prometheus.Desc
+	healthState, settled, priority     *prometheus.Desc
+	advertsSent, advertsReceived       *prometheus.Desc
+	buildInfo, lastTransition, reloads *prometheus.Desc
 }
 
 // NewMetrics builds a registry with our collector and the Go and process collectors.
@@ -54,6 +58,14 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		spreading:    prometheus.NewDesc(ns+"_spread_active", "L2 spreading: 1 while new connections to the VIP are spread (SPREAD on and its steering attached).", nil, nil),
 		spreadDialFailures: prometheus.NewDesc(ns+"_spread_dial_failures_total", "L2 spreading: connections to the backend that failed before its first answer (refused, unanswered within 250 ms, reset); each went to another backend while one was left to try.",
 			[]string{"backend"}, nil),
+		healthState:     prometheus.NewDesc(ns+"_health_state", "The local apiserver's health as the thresholds judge it: 1 for the current state (unknown, healthy, unhealthy, draining), 0 for the others.", []string{"state"}, nil),
+		settled:         prometheus.NewDesc(ns+"_health_settled", "1 while the local apiserver is healthy and its latest checks passed since its latest failure (max(RISE_THRESHOLD, 2), not counting a pass after a network stall): what a takeover from a live master waits for.", nil, nil),
+		priority:        prometheus.NewDesc(ns+"_vrrp_priority", "The VRRP priority this node advertises per VIP: PRIORITY while healthy, 1 (fail open) or 0 (not a candidate) while not.", []string{"vip"}, nil),
+		advertsSent:     prometheus.NewDesc(ns+"_vrrp_adverts_sent_total", "VRRP advertisements sent (the VIPs share one election: each VIP shows its count).", []string{"vip"}, nil),
+		advertsReceived: prometheus.NewDesc(ns+"_vrrp_adverts_received_total", "VRRP advertisements received from the group's other routers, not those dropped (the VIPs share one election: each VIP shows its count).", []string{"vip"}, nil),
+		buildInfo:       prometheus.NewDesc(ns+"_build_info", "Always 1: the build's version, its Go version and the mode (l2 or bgp) as labels.", []string{"version", "goversion", "mode"}, nil),
+		lastTransition:  prometheus.NewDesc(ns+"_last_transition_timestamp_seconds", "When this node last changed role (held, released, healthy, unhealthy), in seconds since the epoch; absent before the first.", nil, nil),
+		reloads:         prometheus.NewDesc(ns+"_config_reloads_total", "Reloads asked (SIGHUP, systemctl reload) by result: ok (applied; what needs a restart is logged) or refused (invalid or missing file: the running configuration kept).", []string{"result"}, nil),
 	}
 	m.Registry.MustRegister(m, m.duration, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -66,7 +78,8 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences,
-		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures, m.spreading} {
+		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures, m.spreading,
+		m.healthState, m.settled, m.priority, m.advertsSent, m.advertsReceived, m.buildInfo, m.lastTransition, m.reloads} {
 		ch <- d
 	}
 }
@@ -93,6 +106,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.failOpen, boolf(s.FailOpen.InForce))
 	for _, v := range s.VRRP {
 		gauge(m.vrrpState, float64(map[string]int{"backup": 1, "master": 2, "fault": 3}[v.State]), v.VIP)
+		gauge(m.priority, float64(v.Priority), v.VIP)
+		counter(m.advertsSent, v.Sent, v.VIP)
+		counter(m.advertsReceived, v.Received, v.VIP)
 	}
 	for _, p := range s.BGPPeers {
 		gauge(m.bgpUp, boolf(p.State == "established"), p.Address)
@@ -111,6 +127,17 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, r := range []string{"success", "failure"} {
 		counter(m.checks, s.Health.Checks[r], r)
+	}
+	for _, st := range []string{"unknown", "healthy", "unhealthy", "draining"} {
+		gauge(m.healthState, boolf(s.Health.State == st), st)
+	}
+	gauge(m.settled, boolf(s.Health.Settled))
+	gauge(m.buildInfo, 1, s.Version, runtime.Version(), s.Mode)
+	if n := len(s.Transitions); n > 0 {
+		gauge(m.lastTransition, float64(s.Transitions[n-1].At.UnixMilli())/1e3)
+	}
+	for _, r := range []string{"ok", "refused"} {
+		counter(m.reloads, s.Reloads[r], r)
 	}
 	for _, to := range []string{"held", "released", "healthy", "unhealthy"} {
 		counter(m.transitions, m.journal.Counts()[to], to)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,13 +25,27 @@ func Handler(m *Metrics, snapshot func() Snapshot) http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		if !fromLoopback(r) {
+			http.Error(w, "/status answers the node itself only (loopback): run novaedge-cpvip status on the node\n", http.StatusForbidden)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(snapshot())
 	})
 	return mux
+}
+
+// fromLoopback says whether r came from this host's loopback. /status
+// tells more than the metrics (the check's last error, the transitions'
+// reasons, the MAC of a host answering for the VIP): no secret, but not for
+// every host that reaches a metrics port opened beyond loopback (the
+// static pod's) either.
+func fromLoopback(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // Serve serves h on addr until ctx ends, in the background. The address

@@ -29,13 +29,20 @@ type Snapshot struct {
 	ConflictsDetected uint64 `json:"conflicts_detected"`
 	// ConflictsDefended counts the times this node defended a VIP it held
 	// against another host's first answer (RFC 5227: announced it again).
-	ConflictsDefended uint64       `json:"conflicts_defended"`
-	Transitions       []Transition `json:"transitions"`
+	ConflictsDefended uint64 `json:"conflicts_defended"`
+	// Reloads counts the reloads asked (SIGHUP) by result: ok (applied,
+	// perhaps partly: what needs a restart is logged) or refused (the
+	// file is invalid or missing: the running configuration kept).
+	Reloads     map[string]uint64 `json:"config_reloads"`
+	Transitions []Transition      `json:"transitions"`
 }
 
 // Health is the apiserver check's state.
 type Health struct {
-	State        string            `json:"state"` // unknown, healthy, unhealthy
+	State string `json:"state"` // unknown, healthy, unhealthy, draining
+	// Settled: healthy, and the latest checks passed since the latest
+	// failure (what a takeover from a live master waits for).
+	Settled      bool              `json:"settled"`
 	URL          string            `json:"url"`
 	LastStatus   int               `json:"last_status"`
 	LastReason   string            `json:"last_reason,omitempty"`
@@ -73,6 +80,7 @@ type VRRP struct {
 	State    string    `json:"state"`
 	Master   string    `json:"master,omitempty"`
 	Primary  string    `json:"primary,omitempty"`
+	Priority uint8     `json:"priority"` // advertised; 0 = not a candidate
 	Sent     uint64    `json:"adverts_sent"`
 	Received uint64    `json:"adverts_received"`
 	Since    time.Time `json:"since"`
