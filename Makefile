@@ -26,7 +26,7 @@ SIM_BUDGET ?= 0
 # can fail with "context deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 FUZZTIME ?= 200000x
 
-.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 sim e2e test fuzz bench stress demo package package-check image clean
+.PHONY: all build build-all reproducible deps realcp lint unit unit-arm64 sim monitoring e2e test fuzz bench stress demo package package-check image clean
 
 all: build
 
@@ -48,8 +48,10 @@ realcp:
 	@test/tools/realcp.sh
 # The systemd nodes' Debian tree (test/tools/systemd-tree.sh: debootstrap,
 # about 35 s, mostly download) is built beside them, then cached the same way.
+# Debian's Prometheus (test/tools/prometheus.sh, unpacked, not installed)
+# runs the alert rules in the e2e.
 WITH_REALCP := { test/tools/systemd-tree.sh > .systemd-tree & tp=$$!; } && dir=$$(test/tools/realcp.sh) && export NOVAEDGE_REALCP_DIR=$$dir && kv=$$(test/tools/kubevip.sh) && export NOVAEDGE_KUBEVIP=$$kv && \
-  wait $$tp && export NOVAEDGE_SYSTEMD_TREE=$$(cat .systemd-tree) &&
+  pr=$$(test/tools/prometheus.sh) && export NOVAEDGE_PROMETHEUS=$$pr/bin/prometheus && wait $$tp && export NOVAEDGE_SYSTEMD_TREE=$$(cat .systemd-tree) &&
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -74,6 +76,9 @@ unit-arm64: deps
 	CGO_ENABLED=0 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64-static $(PKGS_ARM64)
 
 # End-to-end tests in network namespaces with the real binary (root).
+# TestAlertRules (the alert rules on a real Prometheus, about 5 min of
+# timers in a lab of its own) runs beside the others, its log in
+# e2e-alerts.log.
 # BESIDE="fuzz reproducible" runs those targets at nice 19, idle I/O
 # class, while the e2e runs (no lab, nothing the e2e reads or writes): the
 # e2e waits on timers most of the time and leaves the cores idle, and its
@@ -83,8 +88,10 @@ unit-arm64: deps
 e2e: deps
 	@rm -f beside.rc; if [ -n "$(BESIDE)" ]; then (s=$$SECONDS; nice -n 19 ionice -c 3 $(MAKE) --no-print-directory $(BESIDE) > beside.log 2>&1; rc=$$?; \
 	  echo "beside the e2e: make $(BESIDE): exit $$rc after $$((SECONDS - s)) s" >> beside.log; echo $$rc > beside.rc) & fi; \
-	$(WITH_REALCP) $(GO) test -count=1 -timeout 45m -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go'; rc=$${PIPESTATUS[0]}; \
-	wait; if [ -n "$(BESIDE)" ]; then if [ "$$(cat beside.rc)" = 0 ]; then tail -3 beside.log; else tail -100 beside.log; rc=1; fi; rm -f beside.rc; fi; exit $$rc
+	rc=1; echo 1 > alerts.rc; $(WITH_REALCP) { { $(GO) test -count=1 -timeout 15m -run '^TestAlertRules' -v ./test/e2e > e2e-alerts.log 2>&1; echo $$? > alerts.rc; } & \
+	  $(GO) test -count=1 -timeout 45m -skip '^TestAlertRules' -v ./test/... 2>&1 | tee e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok)|FIGURE|_test.go'; rc=$${PIPESTATUS[0]}; }; \
+	wait; if [ -n "$(BESIDE)" ]; then if [ "$$(cat beside.rc)" = 0 ]; then tail -3 beside.log; else tail -100 beside.log; rc=1; fi; rm -f beside.rc; fi; \
+	echo "beside the e2e: TestAlertRules (e2e-alerts.log):"; if [ "$$(cat alerts.rc)" = 0 ]; then grep -E 'FIGURE|^--- |^ok' e2e-alerts.log; else tail -150 e2e-alerts.log; rc=1; fi; rm -f alerts.rc; exit $$rc
 
 # Every fuzz target for FUZZTIME each.
 fuzz:
@@ -94,7 +101,14 @@ fuzz:
 	  done; \
 	done
 
-test: deps lint unit unit-arm64 sim e2e
+# The alert rules (manifests/monitoring) under promtool: check rules, their
+# unit tests (alerts_test.yaml), the scrape config, and every query of the
+# rules and the dashboard parsed. Debian's promtool, unpacked by
+# test/tools/prometheus.sh (about 10 s the first time).
+monitoring:
+	NOVAEDGE_PROMTOOL=$$(test/tools/prometheus.sh)/bin/promtool $(GO) test -count=1 -run 'TestQueries|TestPrometheusRule|TestDashboard|TestPodMonitor' -v ./manifests 2>&1 | grep -vE '^=== RUN'; exit $${PIPESTATUS[0]}
+
+test: deps lint unit unit-arm64 sim monitoring e2e
 
 # Benchmarks in namespace labs (root): failover outages, BFD detection and
 # idle footprint, ours next to keepalived, GoBGP and FRR. Writes

@@ -1,6 +1,3 @@
-// Package manifests holds the static pod manifests that `novaedge-cpvip
-// manifest pod` writes; its test parses them as Kubernetes Pods and renders
-// them again so they cannot rot or drift from the generator.
 package manifests
 
 import (

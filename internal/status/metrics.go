@@ -45,7 +45,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),
 		checks:      prometheus.NewDesc(ns+"_health_checks_total", "Apiserver health checks by result.", []string{"result"}, nil),
 		transitions: prometheus.NewDesc(ns+"_transitions_total", "Transitions of this node by kind.", []string{"to"}, nil),
-		actions:     prometheus.NewDesc(ns+"_reconcile_actions_total", "Reconcile actions on the VIP addresses.", []string{"action"}, nil),
+		actions:     prometheus.NewDesc(ns+"_reconcile_actions_total", "Reconcile actions on the VIP addresses: installed, fixed (bound again after someone removed or changed it), removed, failed (a kernel call; retried), lost (gone from the interface while held, not bound again now), lapsed (its lifetime ran out while the daemon did not run).", []string{"action"}, nil),
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
 		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",
 			[]string{"kind"}, nil),
@@ -142,7 +142,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, to := range []string{"held", "released", "healthy", "unhealthy"} {
 		counter(m.transitions, m.journal.Counts()[to], to)
 	}
-	for _, a := range []string{"installed", "fixed", "removed", "failed"} {
+	for _, a := range []string{"installed", "fixed", "removed", "failed", "lost", "lapsed"} {
 		counter(m.actions, s.Reconcile[a], a)
 	}
 	for kind, n := range s.SendFailures {

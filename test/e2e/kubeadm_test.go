@@ -79,6 +79,7 @@ func TestKubeadmL2(t *testing.T) {
 	k.bootstrap(t, ourPodArgs)
 	probe, hm := k.watch(t)
 	k.run(t, "least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })
+	k.run(t, "a cluster's Prometheus scrapes the static pods", func(t *testing.T) { k.scrapedByPrometheus(t) })
 	steady := k.steady(t)
 	k.run(t, "certs renew and apiserver restart", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
@@ -143,6 +144,27 @@ func TestKubeadmL2(t *testing.T) {
 		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))
 	if d := hm.longest(vip4); d > 300*time.Millisecond {
 		t.Errorf("two nodes held the VIP at once for %s", d)
+	}
+}
+
+// scrapedByPrometheus: a Prometheus off the nodes (on the client) scrapes
+// every node's static pod at NODE-IP:9450, the pod's default, with the
+// shipped alert rules, which stay silent; /status answers the node alone.
+func (k *kubeLab) scrapedByPrometheus(t *testing.T) {
+	bin := prometheusBinary(t)
+	var targets []string
+	for _, h := range k.hosts {
+		targets = append(targets, h.IPv4.Addr().String()+":9450")
+	}
+	a := startAlertLab(t, bin, k.client, targets, `sum(novaedge_cpvip_vip_held)`, "1")
+	from := time.Now()
+	time.Sleep(10 * time.Second)
+	a.quiet("kubeadm static pods, steady", from)
+	for _, target := range targets {
+		code, err := k.client.Exec("curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://"+target+"/status")
+		if err != nil || code != "403" {
+			t.Errorf("/status at %s from off the node: %q %v, want 403", target, code, err)
+		}
 	}
 }
 

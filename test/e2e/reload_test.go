@@ -21,6 +21,7 @@ func TestReloadKeepsTheVIP(t *testing.T) {
 	c := newCluster(t, 2, v4only)
 	files := make([]string, 2)
 	for i := range 2 {
+		c.env[i] = []string{"NOVAEDGE_CP_VIP_METRICS_ADDR=127.0.0.1:9450"}
 		files[i] = filepath.Join(t.TempDir(), "cpvip.env")
 		c.args[i] = []string{"--env-file", files[i]}
 		writeEnv(t, files[i], c.nodeEnv(i))
@@ -55,6 +56,12 @@ func TestReloadKeepsTheVIP(t *testing.T) {
 	skip = reload(h, "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT=1000h")
 	waitLine(t, c.procs[h], skip, "Reload failed: keeping the running configuration", "NOVAEDGE_CP_VIP_HEALTH_TIMEOUT")
 	c.stayOne(t, vip4, 2*time.Second)
+	_, metrics, err := c.nodes[h].HTTPGet("http://127.0.0.1:9450/metrics")
+	for _, want := range []string{`novaedge_cpvip_config_reloads_total{result="ok"} 1`, `novaedge_cpvip_config_reloads_total{result="refused"} 1`} {
+		if err != nil || !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s (%v):\n%s", want, err, grepLines(metrics, "config_reloads"))
+		}
+	}
 	failed := failedSince(pr, from)
 	t.Logf("FIGURE failed connects (every 10 ms) over a reload with live changes and one with a broken file: %d", failed)
 	if double, most := mon.stop(); failed > 0 || most > 1 {

@@ -76,6 +76,11 @@ func TestStatusAndMetrics(t *testing.T) {
 		`novaedge_cpvip_send_failures_total{kind="garp"} 0`, `novaedge_cpvip_send_failures_total{kind="vrrp"} 0`,
 		`novaedge_cpvip_reconcile_actions_total{action="installed"} 2`,
 		`novaedge_cpvip_packets_dropped_total{proto="vrrp",reason="checksum"} 0`,
+		`novaedge_cpvip_health_state{state="healthy"} 1`, `novaedge_cpvip_health_state{state="unhealthy"} 0`,
+		`novaedge_cpvip_health_settled 1`, `novaedge_cpvip_vrrp_priority{vip="192.0.2.100/32"} 100`,
+		`novaedge_cpvip_vrrp_adverts_sent_total{vip="192.0.2.100/32"}`, `novaedge_cpvip_vrrp_adverts_received_total{vip="192.0.2.100/32"} 0`,
+		`novaedge_cpvip_build_info{goversion="go`, `mode="l2"`, `novaedge_cpvip_last_transition_timestamp_seconds 1.`,
+		`novaedge_cpvip_config_reloads_total{result="ok"} 0`,
 		`go_goroutines`, `process_resident_memory_bytes`,
 	} {
 		if !strings.Contains(metrics, want) {
@@ -89,7 +94,8 @@ func TestStatusAndMetrics(t *testing.T) {
 	}
 	err = lab.Eventually(10*time.Second, func() error {
 		_, metrics, _ = l.node.HTTPGet("http://127.0.0.1:9450/metrics")
-		for _, want := range []string{`novaedge_cpvip_fail_open 1`, `novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 1`, `novaedge_cpvip_transitions_total{to="unhealthy"} 1`} {
+		for _, want := range []string{`novaedge_cpvip_fail_open 1`, `novaedge_cpvip_vip_held{vip="192.0.2.100/32"} 1`, `novaedge_cpvip_transitions_total{to="unhealthy"} 1`,
+			`novaedge_cpvip_health_state{state="unhealthy"} 1`, `novaedge_cpvip_health_settled 0`, `novaedge_cpvip_vrrp_priority{vip="192.0.2.100/32"} 1`} {
 			if !strings.Contains(metrics, want) {
 				return fmt.Errorf("/metrics lacks %s:\n%s", want, grepLines(metrics, "novaedge_cpvip_vip_held", "transitions_total", "fail_open"))
 			}

@@ -31,11 +31,12 @@ const (
 	Hang                       // accept, never answer
 	Down                       // nothing listens: connection refused
 	TokenOnly                  // 200 only with the bearer token set by RequireToken, else 401
+	Draining                   // a graceful shutdown's delay: /readyz 500 "[-]shutdown failed", the rest 200
 )
 
 // String names the answer.
 func (a Answer) String() string {
-	return [...]string{"200", "401", "500", "no answer", "down", "200 only with the token"}[a]
+	return [...]string{"200", "401", "500", "no answer", "down", "200 only with the token", "draining"}[a]
 }
 
 // APIServer is a stand-in kube-apiserver in a host's namespace: HTTPS on
@@ -156,6 +157,13 @@ func (a *APIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "ok")
 	case Hang:
 		<-r.Context().Done()
+	case Draining:
+		if r.URL.Path == "/readyz" {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "[+]ping ok\n[-]shutdown failed: reason withheld\nreadyz check failed\n")
+			return
+		}
+		fmt.Fprint(w, "ok")
 	default:
 		w.WriteHeader(http.StatusInternalServerError)
 	}
