@@ -58,6 +58,7 @@ lint:
 	$(GO) vet ./...
 	cd test/realcp && $(GO) vet ./cmd/kclient
 	cd test/tools/nfdelay && $(GO) vet .
+	$(GO) test -count=1 -run 'TestLinks|TestHeadings' ./internal/docgen
 
 unit:
 	$(GO) test -race -count=1 $(PKGS_RACE)
