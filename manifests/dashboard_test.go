@@ -82,7 +82,8 @@ func dashboardPanels() []panel {
 
 type obj = map[string]any
 
-var datasource = obj{"type": "prometheus", "uid": "${datasource}"}
+// datasource is the dashboard's data source variable, as a panel names it.
+func datasource() obj { return obj{"type": "prometheus", "uid": "${datasource}"} }
 
 // dashboard is the Grafana dashboard model of dashboardPanels, laid out
 // left to right, top to bottom on Grafana's 24-column grid.
@@ -95,7 +96,7 @@ func dashboard() obj {
 		}
 		var targets []any
 		for i, q := range p.Queries {
-			t := obj{"refId": string(rune('A' + i)), "datasource": datasource, "expr": q.Expr, "legendFormat": q.Legend}
+			t := obj{"refId": string(rune('A' + i)), "datasource": datasource(), "expr": q.Expr, "legendFormat": q.Legend}
 			if q.Table {
 				t["instant"], t["range"], t["format"] = true, false, "table"
 			}
@@ -112,7 +113,7 @@ func dashboard() obj {
 			}
 			defaults["mappings"] = []any{obj{"type": "value", "options": m}}
 		}
-		panels = append(panels, obj{"id": p.ID, "type": p.Type, "title": p.Title, "description": p.Help, "datasource": datasource,
+		panels = append(panels, obj{"id": p.ID, "type": p.Type, "title": p.Title, "description": p.Help, "datasource": datasource(),
 			"gridPos": obj{"x": x, "y": y, "w": p.W, "h": p.H}, "targets": targets,
 			"fieldConfig": obj{"defaults": defaults, "overrides": []any{}}})
 		x += p.W
@@ -124,7 +125,7 @@ func dashboard() obj {
 		"time": obj{"from": "now-6h", "to": "now"}, "refresh": "30s", "graphTooltip": 1,
 		"templating": obj{"list": []any{
 			obj{"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus"},
-			obj{"name": "instance", "label": "Node", "type": "query", "datasource": datasource, "refresh": 2, "includeAll": true, "multi": true,
+			obj{"name": "instance", "label": "Node", "type": "query", "datasource": datasource(), "refresh": 2, "includeAll": true, "multi": true,
 				"definition": "label_values(novaedge_cpvip_build_info, instance)",
 				"query":      obj{"query": "label_values(novaedge_cpvip_build_info, instance)", "refId": "instance"},
 				"current":    obj{"selected": true, "text": "All", "value": "$__all"}},

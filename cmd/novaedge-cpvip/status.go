@@ -6,9 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"net/http"
-	"net/netip"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -25,13 +24,13 @@ const PackageEnvFile = "/etc/novaedge/cpvip.env"
 
 // statusCmd prints the running daemon's /status as a table, or as JSON.
 func statusCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("novaedge-cpvip status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("metrics-addr", "", "address of the daemon's status endpoint (default: NOVAEDGE_CP_VIP_METRICS_ADDR from --env-file, else from the environment, else "+
+	fset := flag.NewFlagSet("novaedge-cpvip status", flag.ContinueOnError)
+	fset.SetOutput(stderr)
+	addr := fset.String("metrics-addr", "", "address of the daemon's status endpoint (default: NOVAEDGE_CP_VIP_METRICS_ADDR from the environment, else from --env-file, else "+
 		config.Default("NOVAEDGE_CP_VIP_METRICS_ADDR")+")")
-	envFile := fs.String("env-file", "", "the daemon's env file, to read NOVAEDGE_CP_VIP_METRICS_ADDR from (default "+PackageEnvFile+" when it is there and readable)")
-	out := fs.String("o", "table", "output: table or json")
-	if err := fs.Parse(args); err != nil {
+	envFile := fset.String("env-file", "", "the daemon's env file, to read NOVAEDGE_CP_VIP_METRICS_ADDR from (default "+PackageEnvFile+" when it is there and readable)")
+	out := fset.String("o", "table", "output: table or json")
+	if err := fset.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
@@ -41,7 +40,10 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "novaedge-cpvip status: -o must be table or json, not %q\n", *out)
 		return exitConfig
 	}
-	target, err := statusAddr(*addr, *envFile)
+	target, note, err := statusAddr(*addr, *envFile)
+	if note != "" {
+		fmt.Fprintf(stderr, "novaedge-cpvip status: %s\n", note)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "novaedge-cpvip status: %v\n", err)
 		return exitConfig
@@ -72,52 +74,48 @@ func statusCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// statusAddr is where the daemon's /status is: flag if set, else
-// NOVAEDGE_CP_VIP_METRICS_ADDR from envFile (or PackageEnvFile, if
-// readable), the environment, the default; an unspecified host (":9450",
-// the static pod's) is reached on 127.0.0.1, as /status answers loopback
-// only.
-func statusAddr(flag, envFile string) (string, error) {
+// statusAddr is where the daemon's /status is, in the daemon's own
+// precedence: the flag, the environment, the env file (envFile, else
+// PackageEnvFile if it is there), the default; a listener on every address
+// (the static pod's ":9450") is reached on 127.0.0.1 (config.LocalReach).
+// note, when not empty, says why the package's file was not read.
+func statusAddr(flagAddr, envFile string) (addr, note string, err error) {
 	const name = "NOVAEDGE_CP_VIP_METRICS_ADDR"
-	addr, set := flag, flag != ""
+	addr, set := flagAddr, flagAddr != ""
+	if !set {
+		addr, set = os.LookupEnv(name)
+	}
 	if !set {
 		path, named := envFile, envFile != ""
 		if !named {
 			path = PackageEnvFile
 		}
-		f, err := os.Open(path)
+		f, oerr := os.Open(path)
 		switch {
-		case err != nil && named:
-			return "", fmt.Errorf("reading --env-file: %w", err)
-		case err == nil:
+		case oerr != nil && named:
+			return "", "", fmt.Errorf("reading --env-file: %w", oerr)
+		case oerr != nil && !errors.Is(oerr, fs.ErrNotExist):
+			note = fmt.Sprintf("cannot read %s (%v): its %s, if set, is not used; run as root or pass --metrics-addr", path, rootCause(oerr), name)
+		case oerr == nil:
 			vars, perr := config.ParseEnvFile(f)
 			f.Close()
 			if perr != nil {
-				return "", fmt.Errorf("env file %s: %w", path, perr)
+				return "", "", fmt.Errorf("env file %s: %w", path, perr)
 			}
 			addr, set = vars[name]
 		}
 	}
 	if !set {
-		addr, set = os.LookupEnv(name)
-	}
-	if !set {
 		addr = config.Default(name)
 	}
 	if addr == "" {
-		return "", fmt.Errorf("%s is empty: the daemon serves no status", name)
+		return "", note, fmt.Errorf("%s is empty: the daemon serves no status", name)
 	}
-	host, port, err := net.SplitHostPort(addr)
+	reach, _, err := config.LocalReach(addr)
 	if err != nil {
-		return "", fmt.Errorf("%s %q: %w", name, addr, err)
+		return "", note, fmt.Errorf("%s %w", name, err)
 	}
-	if ip, err := netip.ParseAddr(host); host == "" || err == nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-		if err == nil && ip.Is6() {
-			host = "::1"
-		}
-	}
-	return net.JoinHostPort(host, port), nil
+	return reach, note, nil
 }
 
 func rootCause(err error) error {

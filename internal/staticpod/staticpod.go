@@ -73,6 +73,9 @@ const PodMetricsAddr = ":9450"
 type probe struct {
 	Host string
 	Port int
+	// Exposed: the metrics listen beyond loopback, so the pod declares its
+	// named port (the PodMonitor's target).
+	Exposed bool
 }
 
 type data struct {
@@ -96,9 +99,11 @@ func Render(o Options) (Pod, error) {
 	if o.Image == "" || strings.ContainsAny(o.Image, " \t\n\"") {
 		return Pod{}, fmt.Errorf("image %q: want a reference like ghcr.io/novaedge/cpvip:v0.1.0", o.Image)
 	}
-	vars := o.Vars
+	vars := maps.Clone(o.Vars)
+	if vars == nil {
+		vars = map[string]string{}
+	}
 	if _, set := vars[metricsVar]; !set {
-		vars = maps.Clone(vars)
 		vars[metricsVar] = PodMetricsAddr
 	}
 	for _, f := range config.Fields() {
@@ -116,18 +121,12 @@ func Render(o Options) (Pod, error) {
 		d.CAFile = ca
 	}
 	if metrics := vars[metricsVar]; metrics != "" {
-		host, port, err := net.SplitHostPort(metrics)
+		reach, port, err := config.LocalReach(metrics)
 		if err != nil {
-			return Pod{}, fmt.Errorf("%s %q: %w", metricsVar, metrics, err)
+			return Pod{}, fmt.Errorf("%s: %w", metricsVar, err)
 		}
-		n, err := strconv.Atoi(port)
-		if err != nil {
-			return Pod{}, fmt.Errorf("%s %q: port %q", metricsVar, metrics, port)
-		}
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		d.Probe = &probe{Host: host, Port: n}
+		host, _, _ := net.SplitHostPort(reach)
+		d.Probe = &probe{Host: host, Port: port, Exposed: !config.IsLoopbackListen(metrics)}
 	}
 	var b bytes.Buffer
 	if err := podTemplate.Execute(&b, d); err != nil {
@@ -200,10 +199,12 @@ spec:
           readOnly: true
 {{- end}}
 {{- if .Probe}}
+{{- if .Probe.Exposed}}
       ports:
         - name: metrics
           containerPort: {{.Probe.Port}}
           protocol: TCP
+{{- end}}
       livenessProbe:
         httpGet:
           host: {{.Probe.Host}}

@@ -70,3 +70,37 @@ func TestPodRunsAsItsOwnID(t *testing.T) {
 		t.Error("the pod names nobody's id")
 	}
 }
+
+// TestMetricsPort: the pod declares its metrics port, the PodMonitor's
+// target, only where the metrics listen beyond loopback; the probes reach
+// them on loopback or the address set.
+func TestMetricsPort(t *testing.T) {
+	for _, c := range []struct {
+		addr      *string
+		ports     bool
+		probeHost string
+	}{
+		{nil, true, "127.0.0.1"}, // the pod's default, :9450
+		{ptr("0.0.0.0:9451"), true, "127.0.0.1"},
+		{ptr("127.0.0.1:9450"), false, "127.0.0.1"},
+		{ptr("192.0.2.11:9450"), true, "192.0.2.11"},
+	} {
+		vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": "192.0.2.100/32"}
+		if c.addr != nil {
+			vars["NOVAEDGE_CP_VIP_METRICS_ADDR"] = *c.addr
+		}
+		pod, err := Render(Options{Flavour: Flavours["kubeadm"], Image: "img:1", Vars: vars})
+		if err != nil {
+			t.Fatal(err)
+		}
+		y := string(pod.YAML)
+		if strings.Contains(y, "name: metrics") != c.ports || !strings.Contains(y, "host: "+c.probeHost) {
+			t.Errorf("metrics at %v: ports %v, probe host %s wanted:\n%s", c.addr, c.ports, c.probeHost, y)
+		}
+	}
+	if _, err := Render(Options{Flavour: Flavours["kubeadm"], Image: "img:1", Vars: nil}); err != nil {
+		t.Logf("no vars: %v", err) // an error, not a panic
+	}
+}
+
+func ptr(s string) *string { return &s }

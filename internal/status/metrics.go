@@ -44,7 +44,7 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		bgpUp:       prometheus.NewDesc(ns+"_bgp_peer_up", "1 while the BGP session with the peer is established.", []string{"peer"}, nil),
 		bfdUp:       prometheus.NewDesc(ns+"_bfd_session_up", "1 while the BFD session with the peer is up.", []string{"peer"}, nil),
 		checks:      prometheus.NewDesc(ns+"_health_checks_total", "Apiserver health checks by result.", []string{"result"}, nil),
-		transitions: prometheus.NewDesc(ns+"_transitions_total", "Transitions of this node by kind.", []string{"to"}, nil),
+		transitions: prometheus.NewDesc(ns+"_transitions_total", "Transitions of this node by kind: held and released (once per VIP), healthy and unhealthy.", []string{"to"}, nil),
 		actions:     prometheus.NewDesc(ns+"_reconcile_actions_total", "Reconcile actions on the VIP addresses: installed, fixed (bound again after someone removed or changed it), removed, failed (a kernel call; retried), lost (gone from the interface while held, not bound again now), lapsed (its lifetime ran out while the daemon did not run).", []string{"action"}, nil),
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
 		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",

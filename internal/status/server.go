@@ -26,8 +26,8 @@ func Handler(m *Metrics, snapshot func() Snapshot) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		if !fromLoopback(r) {
-			http.Error(w, "/status answers the node itself only (loopback): run novaedge-cpvip status on the node\n", http.StatusForbidden)
+		if !fromThisHost(r) {
+			http.Error(w, "/status answers the node itself only: run novaedge-cpvip status on the node\n", http.StatusForbidden)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -38,14 +38,27 @@ func Handler(m *Metrics, snapshot func() Snapshot) http.Handler {
 	return mux
 }
 
-// fromLoopback says whether r came from this host's loopback. /status
-// tells more than the metrics (the check's last error, the transitions'
-// reasons, the MAC of a host answering for the VIP): no secret, but not for
-// every host that reaches a metrics port opened beyond loopback (the
-// static pod's) either.
-func fromLoopback(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback()
+// fromThisHost says whether r came from this host: from loopback, or from
+// the address it reached (a connection from a host to one of its own
+// addresses has that address as its source; Linux drops packets from
+// outside that claim a local source). /status tells more than the metrics
+// (the check's last error, the transitions' reasons, the MAC of a host
+// answering for the VIP): no secret, but not for every host that reaches a
+// metrics port opened beyond loopback (the static pod's) either.
+func fromThisHost(r *http.Request) bool {
+	remote, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	if remote.Addr().Unmap().IsLoopback() {
+		return true
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	l, err := netip.ParseAddrPort(local.String())
+	return err == nil && l.Addr().Unmap() == remote.Addr().Unmap()
 }
 
 // Serve serves h on addr until ctx ends, in the background. The address

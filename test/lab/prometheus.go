@@ -57,6 +57,9 @@ func (h *Host) StartPrometheus(bin, dir, job string, targets []string, rules str
 	}
 }
 
+// Stop ends the server.
+func (p *Prometheus) Stop() { p.proc.Kill() }
+
 // Alerts returns the pending and firing alerts.
 func (p *Prometheus) Alerts() ([]Alert, error) {
 	out, err := p.host.Exec("curl", "-sf", "--max-time", "2", p.url+"/api/v1/alerts")
