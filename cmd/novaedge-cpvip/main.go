@@ -23,9 +23,9 @@ var version = "dev"
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFail   = 1
-	exitConfig = 2
+	exitOK     = 0 // done; the daemon stopped on a signal after releasing everything
+	exitFail   = 1 // it could not do it: the daemon cannot start, status cannot reach it, a file cannot be read
+	exitConfig = 2 // the configuration or the command line is invalid (the message names what)
 )
 
 const usage = `novaedge-cpvip: a control-plane VIP manager for Kubernetes.
@@ -48,7 +48,10 @@ func main() {
 
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	cmd := "run"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	switch {
+	case len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		cmd, args = "help", nil // the commands first; run --help lists the daemon's flags
+	case len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-':
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {

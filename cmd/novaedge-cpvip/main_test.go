@@ -23,6 +23,9 @@ func TestDispatch(t *testing.T) {
 		{[]string{"check-config", "extra"}, 2, "", `unexpected argument "extra"`},
 		{[]string{"--vrid", "0"}, 2, "", "NOVAEDGE_CP_VIP_ADDRESS"}, // run is the default command
 		{[]string{"check-config", "-h"}, 0, "", "-vip-address"},
+		{[]string{"--help"}, 0, "manifest pod [flags]", ""}, // the commands, not run's flags
+		{[]string{"-h"}, 0, "Usage:", ""},
+		{[]string{"run", "-h"}, 0, "", "-vip-address"},
 		{[]string{"migrate", "kube-vip", "../../internal/kubevip/testdata/bgp-daemonset.yaml"}, 0, "NOVAEDGE_BGP_PEERS=198.51.100.1@65001?password=s3cret,198.51.100.2@65001?password=other%26pw", "dropped: bgp_keepalive_interval"},
 		{[]string{"migrate", "kube-vip", "/nonexistent.yaml"}, 1, "", "no such file"},
 		{[]string{"migrate", "keepalived", "x"}, 2, "", "Usage: novaedge-cpvip migrate kube-vip FILE"},

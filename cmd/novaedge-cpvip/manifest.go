@@ -24,7 +24,7 @@ func manifest(args []string, stdout, stderr io.Writer) int {
 	var flavour, image, secrets string
 	fl, code := parseFlags("manifest pod", args[1:], stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&flavour, "flavour", "kubeadm", "kubeadm or k3s: where the pod goes and where the cluster CA is")
-		fs.StringVar(&image, "image", imageRepo+":"+version, "the `image` to run (default: this build's, as make image names it; a kubelet must be able to pull it)")
+		fs.StringVar(&image, "image", imageRepo+":"+version, "the `image` to run, this build's by default as make image names it; a kubelet must be able to pull it")
 		fs.StringVar(&secrets, "secrets-file", staticpod.DefaultSecretsFile, "host file the pod reads secret variables from (never put in its env)")
 	})
 	if fl == nil {
