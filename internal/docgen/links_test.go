@@ -19,7 +19,7 @@ func TestLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "RELEASING.md"))
+	files = append(files, filepath.Join(root, "README.md"), filepath.Join(root, "RELEASING.md"), filepath.Join(root, "CHANGELOG.md"))
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := anchors[path]; ok {
