@@ -216,7 +216,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		return nil, err
 	}
 	rec.SetLifetime(l2.Lifetime(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck), time.Now)
-	resume, err := rec.AllBound()
+	resume, err := rec.Resume()
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
 	}

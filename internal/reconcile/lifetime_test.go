@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +146,43 @@ func TestRenewOnly(t *testing.T) {
 	}
 	if got := f.Take(); len(got) != 0 {
 		t.Fatalf("late renew wrote %q", got)
+	}
+}
+
+// A VIP found bound at start (a dead run's, with what is left of its
+// lifetime) is held while the election decides: renewed at once and then
+// every period, so it does not run out while the restarted daemon listens;
+// the verdict against it removes it.
+func TestResumeRenewsTheFoundVIP(t *testing.T) {
+	f := reconciletest.New(nodeIP, vip4)
+	r, c := lifetimeRec(f)
+	if ok, err := r.Resume(); !ok || err != nil {
+		t.Fatalf("resume: %v %v", ok, err)
+	}
+	f.Take()
+	if at := r.RenewAt(); at.After(c.t) {
+		t.Fatalf("the found VIP's renewal is due at %s, not at once", at)
+	}
+	if ch, ok := r.Renew(); !ok || len(ch) != 0 {
+		t.Fatalf("renew: %+v %v", ch, ok)
+	}
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("renew at start: %q", got)
+	}
+	r.Step(map[netip.Prefix]bool{}) // undecided: left as it is
+	if got := f.Take(); slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "del") }) {
+		t.Fatalf("an undecided step removed the found VIP: %q", got)
+	}
+	c.t = c.t.Add(500 * time.Millisecond)
+	r.Renew()
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("second renewal: %q", got)
+	}
+	r.Step(map[netip.Prefix]bool{vip4: false})
+	if got := f.Take(); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "del 192.0.2.100/32") }) {
+		t.Fatalf("not resumed, the found VIP stayed: %q", got)
+	}
+	if ok, _ := New(reconciletest.New(nodeIP), []netip.Prefix{vip4}).Resume(); ok {
+		t.Error("resumed a VIP that is not bound")
 	}
 }

@@ -58,11 +58,14 @@ type Checker interface {
 
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
 type Reconciler struct {
-	addrs  Addresses
-	owned  []netip.Prefix
-	held   map[netip.Addr]bool // installed by us and not released since
-	listed bool                // the last Step read the interface's addresses
-	check  Checker             // nil: no conflict check
+	addrs Addresses
+	owned []netip.Prefix
+	held  map[netip.Addr]bool // installed by us and not released since
+	// kept: found bound at start (a dead run's) and kept, its lifetime
+	// renewed, until the election's verdict on it (Resume).
+	kept   map[netip.Addr]bool
+	listed bool    // the last Step read the interface's addresses
+	check  Checker // nil: no conflict check
 	life   Lifetime
 	now    func() time.Time
 	// renewed: when each held VIP's lifetime was last set (zero: not by
@@ -91,7 +94,7 @@ const kernelEarly = 20 * time.Millisecond
 
 // New returns a Reconciler for the given VIPs on addrs.
 func New(addrs Addresses, owned []netip.Prefix) *Reconciler {
-	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, counts: Counts{},
+	return &Reconciler{addrs: addrs, owned: owned, held: map[netip.Addr]bool{}, kept: map[netip.Addr]bool{}, counts: Counts{},
 		renewed: map[netip.Addr]time.Time{}, now: time.Now}
 }
 
@@ -110,7 +113,7 @@ func (r *Reconciler) RenewAt() time.Time {
 		return next
 	}
 	for _, vip := range r.owned {
-		if at := r.renewed[vip.Addr()].Add(r.life.Renew); r.held[vip.Addr()] && (next.IsZero() || at.Before(next)) {
+		if at := r.renewed[vip.Addr()].Add(r.life.Renew); r.renewing(vip.Addr()) && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
@@ -144,6 +147,9 @@ func (r *Reconciler) Step(elected map[netip.Prefix]bool) []Change {
 		present := matching(actual, vip.Addr())
 		exact := len(present) == 1 && present[0] == vip
 		hold, decided := bind.Decide(r.inputs(vip, elected, len(present) > 0))
+		if decided {
+			delete(r.kept, vip.Addr())
+		}
 		switch {
 		case !decided:
 		case hold && exact:
@@ -218,14 +224,14 @@ func (r *Reconciler) Renew() ([]Change, bool) {
 	defer r.mu.Unlock()
 	now := r.now()
 	for _, vip := range r.owned {
-		if last, ok := r.renewed[vip.Addr()]; r.held[vip.Addr()] && ok && now.Sub(last) >= r.life.Valid-r.life.Renew {
+		if last, ok := r.renewed[vip.Addr()]; r.renewing(vip.Addr()) && ok && now.Sub(last) >= r.life.Valid-r.life.Renew {
 			return nil, false // a renewal this late: look at the interface first
 		}
 	}
 	r.stepped = now
 	var changes []Change
 	for _, vip := range r.owned {
-		if !r.held[vip.Addr()] {
+		if !r.renewing(vip.Addr()) {
 			continue
 		}
 		if c, failed := r.renew(vip, now); failed {
@@ -234,6 +240,10 @@ func (r *Reconciler) Renew() ([]Change, bool) {
 	}
 	return r.count(changes), true
 }
+
+// renewing says whether vip's lifetime is this process's to renew: held,
+// or kept while the election decides.
+func (r *Reconciler) renewing(vip netip.Addr) bool { return r.held[vip] || r.kept[vip] }
 
 // renew sets the lifetime of vip, held and bound, again when it is due: a
 // VIP found bound at start at once. It returns a change only if that failed.
@@ -280,9 +290,13 @@ func (r *Reconciler) count(changes []Change) []Change {
 	return changes
 }
 
-// AllBound reports whether every owned VIP is on the interface exactly as
-// configured now (at start: left there by an earlier run).
-func (r *Reconciler) AllBound() (bool, error) {
+// Resume reports whether every owned VIP is on the interface exactly as
+// configured now (at start: left there by an earlier run whose process
+// died) and, if so, keeps them: the election keeps them until its verdict,
+// so their lifetime is renewed from now on (at once: what is left of the
+// dead run's may run out while the election listens) until a Step decides
+// them. They are not held (installed by this run) until then.
+func (r *Reconciler) Resume() (bool, error) {
 	actual, err := r.addrs.List()
 	if err != nil {
 		return false, err
@@ -292,7 +306,15 @@ func (r *Reconciler) AllBound() (bool, error) {
 			return false, nil
 		}
 	}
-	return len(r.owned) > 0, nil
+	if len(r.owned) == 0 {
+		return false, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, vip := range r.owned {
+		r.kept[vip.Addr()] = true
+	}
+	return true, nil
 }
 
 // ToAnnounce returns the VIPs a pass announces again: those this node has

@@ -83,7 +83,7 @@ func (h *host) start() *daemon {
 	if h.role == ours {
 		d.rec.SetLifetime(l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck), func() time.Time { return s.w.now })
 	}
-	resume, _ := d.rec.AllBound()
+	resume, _ := d.rec.Resume()
 	if h.role == ours && h.cfg.ConflictCheck {
 		d.known = acd.NewKnown(h.cfg.Peers, d.resolve, func() { d.poke("identity grew") })
 		vips := make([]netip.Addr, len(d.vips))
