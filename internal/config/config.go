@@ -59,7 +59,7 @@ type Config struct {
 	BFDAuth       BFDAuth       `envconfig:"NOVAEDGE_BFD_AUTH" flag:"bfd-auth" default:"none" desc:"BFD authentication: none, simple, keyed-sha1 or meticulous-sha1."`
 	BFDAuthKey    string        `envconfig:"NOVAEDGE_BFD_AUTH_KEY" flag:"bfd-auth-key" secret:"true" desc:"BFD: authentication key (key id 1); 1-16 bytes for simple, 1-20 for SHA1."`
 
-	MetricsAddr string    `envconfig:"NOVAEDGE_CP_VIP_METRICS_ADDR" flag:"metrics-addr" default:"127.0.0.1:9450" empty:"off" desc:"Listen address of /metrics, /healthz, /readyz and /status; empty = off. /status answers loopback clients only. The static pod written by manifest pod sets :9450 (every address of the node, for a cluster's Prometheus: docs/monitoring.md)."`
+	MetricsAddr string    `envconfig:"NOVAEDGE_CP_VIP_METRICS_ADDR" flag:"metrics-addr" default:"127.0.0.1:9450" empty:"off" desc:"Listen address of /metrics, /healthz, /readyz and /status; empty = off. /status answers the node itself only (loopback, or a request from the node to its own address). The static pod written by manifest pod sets :9450 (every address of the node, for a cluster's Prometheus: docs/monitoring.md)."`
 	LogFormat   LogFormat `envconfig:"NOVAEDGE_CP_VIP_LOG_FORMAT" flag:"log-format" default:"text" desc:"Log format: text or json."`
 	LogLevel    LogLevel  `envconfig:"NOVAEDGE_CP_VIP_LOG_LEVEL" reload:"live" flag:"log-level" default:"info" desc:"Log level: debug, info, warn or error."`
 }
