@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 type figure struct {
@@ -86,17 +87,25 @@ func readRows(path string) ([]row, error) {
 	return rows, nil
 }
 
-func printTable(rows []row) {
-	fmt.Println("| measurement | novaedge-cpvip median | p95 | n | compared with | median | p95 | n | ratio |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+func printTable(rows []row) { fmt.Print(table(rows, nil)) }
+
+// table is rows as a Markdown table; a row whose name ids holds starts
+// with the anchor r-ID, the target of the figures docs quote from it.
+func table(rows []row, ids map[string]string) string {
+	var b strings.Builder
+	b.WriteString("| measurement | novaedge-cpvip median | p95 | n | compared with | median | p95 | n | ratio |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		name := r.Name
 		if r.Note != "" {
 			name += " (" + r.Note + ")"
 		}
+		if id, ok := ids[r.Name]; ok {
+			name = `<a id="r-` + id + `"></a>` + name
+		}
 		ours := fmt.Sprintf("| %s | %s | %s | %d ", name, num(r.Ours.Median, r.Unit), p95(r.Ours, r.Unit), r.Ours.N)
 		if len(r.Others) == 0 {
-			fmt.Println(ours + "| | | | | |")
+			b.WriteString(ours + "| | | | | |\n")
 		}
 		for i, o := range r.Others {
 			if i > 0 { // the same measurement, next tool
@@ -106,9 +115,10 @@ func printTable(rows []row) {
 			if o.Median > 0 {
 				ratio = fmt.Sprintf("%.2f", r.Ours.Median/o.Median)
 			}
-			fmt.Printf("%s| %s | %s | %s | %d | %s |\n", ours, o.Tool, num(o.Median, r.Unit), p95(o.figure, r.Unit), o.N, ratio)
+			fmt.Fprintf(&b, "%s| %s | %s | %s | %d | %s |\n", ours, o.Tool, num(o.Median, r.Unit), p95(o.figure, r.Unit), o.N, ratio)
 		}
 	}
+	return b.String()
 }
 
 // p95 is "-" for a single measurement.
