@@ -60,7 +60,7 @@ lint:
 	cd test/realcp && $(GO) vet ./cmd/kclient
 	cd test/tools/nfdelay && $(GO) vet .
 	$(GO) test -count=1 -run 'TestLinks|TestHeadings' ./internal/docgen
-	$(GO) test -count=1 -run 'TestResultsTableIsGenerated|TestGoalsTableIsGenerated|TestReadmeComparison|TestDocFigures|TestNoLooseFigures|TestDocDefaults' ./test/tools/benchtable
+	$(GO) test -count=1 -run 'TestResultsTableIsGenerated|TestGoalsTableIsGenerated|TestReadmeComparison|TestDocFigures|TestNoLooseFigures|TestDocDefaults|TestReadmeFrontPage|TestNoIssueNumbers' ./test/tools/benchtable
 
 unit:
 	$(GO) test -race -count=1 $(PKGS_RACE)

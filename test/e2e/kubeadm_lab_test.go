@@ -26,6 +26,7 @@ type kubeLab struct {
 	router *lab.Host // BGP mode
 	vipDev string    // where our pod binds the VIP: eth0 (L2) or lo (BGP)
 	svc    *sdLab    // we run as the systemd service (the .deb), not the static pod
+	readme bool      // our static pod as the README's kubeadm quick start writes it
 	failed *failures // the events' failures, said again last
 }
 
@@ -232,11 +233,15 @@ func (k *kubeLab) podLog(n *lab.KubeNode, pod string) string {
 }
 
 // runOurs puts us on node i before its kubeadm init or join: our static
-// pod, or (k.svc) the .deb installed, configured and enabled as the README
-// says.
+// pod (k.readme: as the README's quick start writes it), or (k.svc) the
+// .deb installed, configured and enabled as the README says.
 func (k *kubeLab) runOurs(t testing.TB, i int, podArgs func(int) []string) {
 	t.Helper()
-	if k.svc == nil {
+	switch {
+	case k.readme:
+		k.runReadmeQuickStart(t, i)
+		return
+	case k.svc == nil:
 		k.writeOurPod(t, i, podArgs(i)...)
 		return
 	}

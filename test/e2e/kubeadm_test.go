@@ -69,13 +69,15 @@ func (k *kubeLab) monitorBinding(t testing.TB) *bindMonitor {
 // TestKubeadmL2 is the product's first job on real kubeadm, then what
 // kubeadm users do to a running control plane, with a client counting
 // failed requests through the VIP (a TLS request every 20 ms, 1 s timeout).
-// Our static pod (from `manifest pod`) is in /etc/kubernetes/manifests
+// Our static pod is in /etc/kubernetes/manifests, put there by the
+// README's kubeadm quick start's commands run as they are written,
 // before `kubeadm init --control-plane-endpoint VIP:6443 --upload-certs` on
 // n1, then `kubeadm join VIP:6443 --control-plane` on n2 and n3 with
 // discovery through the VIP, no preflight error ignored. The VIP is never
 // bound on a node whose apiserver is not live, and never on two nodes.
 func TestKubeadmL2(t *testing.T) {
 	k := newKubeLab(t, 3, lab.KubeOptions{})
+	k.readme = true
 	k.bootstrap(t, ourPodArgs)
 	probe, hm := k.watch(t)
 	k.run(t, "least privilege as the kernel reports it", func(t *testing.T) { k.checkCredentials(t) })

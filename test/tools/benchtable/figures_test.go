@@ -241,3 +241,40 @@ func forEachDocLine(t *testing.T, fn func(file string, line int, text string)) {
 		}
 	}
 }
+
+// TestReadmeFrontPage: the README reads in five minutes: at most 600 words
+// above "Building from source", and no measured figure but the comparison
+// table's (generated).
+func TestReadmeFrontPage(t *testing.T) {
+	b, err := os.ReadFile(readmeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, _, ok := strings.Cut(string(b), "\n## Building from source\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Building from source" section`)
+	}
+	if n := len(strings.Fields(front)); n > 600 {
+		t.Errorf("README.md has %d words above \"Building from source\", more than 600", n)
+	}
+	figure := regexp.MustCompile(`\b` + bareFigure)
+	forEachDocLine(t, func(file string, line int, text string) {
+		if file == "README.md" && line <= strings.Count(front, "\n")+1 {
+			if m := figure.FindString(text); m != "" {
+				t.Errorf("README.md:%d: %q: a figure outside the comparison table", line, m)
+			}
+		}
+	})
+}
+
+// TestNoIssueNumbers: the docs tell what is, not the history of the work
+// (that is git's and CHANGELOG.md's); another project's issues, cited as
+// evidence (kube-vip's), are not ours.
+func TestNoIssueNumbers(t *testing.T) {
+	issue := regexp.MustCompile(`(?i)\bissues?\s#?\d+|\(#\d+\)`)
+	forEachDocLine(t, func(file string, line int, text string) {
+		if m := issue.FindString(text); m != "" && !strings.Contains(text, "github.com/") && !strings.Contains(text, "kube-vip") {
+			t.Errorf("%s:%d: %q: an issue number", file, line, m)
+		}
+	})
+}
