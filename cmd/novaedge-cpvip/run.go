@@ -67,6 +67,9 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("Cannot start", "error", err)
 		return exitFail
 	}
+	if d.spread == nil {
+		keptConnections(false, log.With("component", "spread")) // a previous run's, if it spread
+	}
 	d.cfg, d.started, d.journal = cfg, time.Now(), status.NewJournal(time.Now)
 	d.agent.Journal = d.journal
 	var observe []func(health.Result)

@@ -4,8 +4,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/fdstore"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/spread"
 )
@@ -29,7 +31,8 @@ func newSpreader(cfg *config.Config, log *slog.Logger) *spread.Spreader {
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
 	}
-	return spread.New(spread.Config{VIPs: vips, Port: cfg.APIPort, Remotes: remotes,
+	keep, adopted := keptConnections(true, log)
+	return spread.New(spread.Config{VIPs: vips, Port: cfg.APIPort, Remotes: remotes, Keep: keep, Adopted: adopted,
 		NewChecker: func(base netip.AddrPort) (*health.Checker, error) {
 			ready := ""
 			if cfg.Drain {
@@ -37,6 +40,53 @@ func newSpreader(cfg *config.Config, log *slog.Logger) *spread.Spreader {
 			}
 			return newCheckerOf(cfg, "https://"+base.String()+"/livez", ready, nil, log.With("backend", base.Addr().String()))
 		}}, log)
+}
+
+// keptConnections opens systemd's descriptor store, where every carried
+// connection is kept so that a restart or SIGKILL of ours cuts none (the
+// unit's spread.conf drop-in enables it), and rebuilds the connections a
+// previous run kept there; a run that does not spread (SPREAD off now, or
+// BGP mode) closes them and removes them from the store. Without a store
+// (not under systemd, or without the drop-in: a static pod) connections
+// live as long as the process.
+func keptConnections(spreading bool, log *slog.Logger) (spread.Keeper, []spread.Adopted) {
+	inherited := fdstore.Inherited()
+	store, err := fdstore.FromEnv()
+	var k spread.Keeper
+	if store != nil {
+		k = store
+	}
+	adopted, errs := spread.AdoptFiles(inherited, k)
+	for _, err := range errs {
+		log.Warn("Cannot adopt a connection a previous run carried: closing it", "error", err)
+	}
+	closeOthers(inherited, log)
+	switch {
+	case !spreading:
+		spread.Drop(adopted, k)
+		if len(adopted) > 0 {
+			log.Info("Closed the connections a previous run carried: this run does not spread", "count", len(adopted))
+		}
+		if store != nil {
+			store.Close()
+		}
+		return nil, nil
+	case err != nil:
+		log.Warn("Cannot keep carried connections beyond the process: a restart of ours will cut them", "error", err)
+	case store == nil:
+		log.Info("Carried connections live as long as the process: no service manager's descriptor store (spread.conf sets one up under systemd)")
+	}
+	return k, adopted
+}
+
+// closeOthers closes inherited descriptors that are not ours to adopt.
+func closeOthers(inherited map[string][]*os.File, log *slog.Logger) {
+	for name, fs := range inherited {
+		log.Warn("Closing descriptors passed by the service manager that are not ours", "name", name, "count", len(fs))
+		for _, f := range fs {
+			f.Close()
+		}
+	}
 }
 
 // ownAddrs are this host's addresses now.

@@ -32,7 +32,7 @@ func TestLinks(t *testing.T) {
 		anchors[path] = headings(string(b))
 		return anchors[path]
 	}
-	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	link := regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -80,11 +80,17 @@ func stripCode(doc string) string {
 	return strings.Join(lines, "\n")
 }
 
+// anchorID is an HTML anchor written in Markdown (<a id="r-…"></a>).
+var anchorID = regexp.MustCompile(`<a id="([^"]+)"></a>`)
+
 // headings returns a Markdown file's heading anchors as GitHub makes them:
 // lower case, punctuation but hyphens and underscores dropped, spaces to
-// hyphens, a repeated one suffixed -1, -2, ….
+// hyphens, a repeated one suffixed -1, -2, …; and its HTML anchors.
 func headings(doc string) map[string]bool {
 	out, seen := map[string]bool{}, map[string]int{}
+	for _, m := range anchorID.FindAllStringSubmatch(doc, -1) {
+		out[m[1]] = true
+	}
 	for _, l := range strings.Split(stripCode(doc), "\n") {
 		if !strings.HasPrefix(l, "#") {
 			continue

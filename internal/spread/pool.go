@@ -33,6 +33,7 @@ type BackendStatus struct {
 	DialFailed   bool   // its last dial failed; no new connection until a check passes
 	Active       int    // connections open through it now
 	Connections  uint64 // connections it took, in all
+	Adopted      uint64 // of those, carried by a previous run of ours (Adopt)
 	DialFailures uint64
 }
 
@@ -54,6 +55,17 @@ func NewPool(bs []Backend) *Pool {
 		p.st[i].Backend = b
 	}
 	return p
+}
+
+// index is the backend at addr (the local one at any loopback address:
+// it is dialled as localhost).
+func (p *Pool) index(addr netip.AddrPort) (int, bool) {
+	for i, st := range p.st {
+		if st.Addr == addr || st.Local && addr.Addr().IsLoopback() && addr.Port() == st.Addr.Port() {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Len is the number of backends.
@@ -124,6 +136,15 @@ func (p *Pool) Opened(i int) {
 	p.st[i].Active++
 	p.st[i].Connections++
 	p.st[i].DialFailed = false
+}
+
+// Adopted counts a connection to backend i that a previous run carried
+// (Opened, and Adopted); Closed ends it.
+func (p *Pool) Adopted(i int) {
+	p.Opened(i)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.st[i].Adopted++
 }
 
 // Closed ends a connection Opened on backend i.

@@ -50,8 +50,13 @@ type Proxy struct {
 	AnswerWithin time.Duration
 	// Gate, if set, counts the connections carried (the caps).
 	Gate *Gate
+	// Keep, if set, keeps each carried connection beyond the process, for
+	// a later run to adopt (Adopt).
+	Keep Keeper
 
-	wg      sync.WaitGroup
+	keepOnce sync.Once
+	kept     *keeper
+	wg       sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{} // open client and backend connections, closed at shutdown
 	closing bool
@@ -194,10 +199,73 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) (greeted bool) {
 		}
 		p.Gate.Greeted()
 		done := p.Pool.Carried(i, func() { c.Close(); b.Close() })
-		pipe(c, b)
+		p.carryOn(c, b)
 		done()
 		p.Pool.Closed(i)
 		return true
+	}
+}
+
+// carryOn copies between c and b until both are done: in the kernel,
+// through pipes of ours that, with both sockets, are kept beyond the
+// process when Keep is set (spliced); other connections by pipe.
+func (p *Proxy) carryOn(c, b net.Conn) {
+	tc, ok1 := c.(*net.TCPConn)
+	tb, ok2 := b.(*net.TCPConn)
+	if !ok1 || !ok2 {
+		pipe(c, b)
+		return
+	}
+	s, err := newSpliced(tc, tb)
+	if err != nil {
+		p.Log.Warn("Cannot make the pipes of a carried connection: copying it without (a restart of ours will cut it)", "error", err)
+		pipe(c, b)
+		return
+	}
+	forget, err := p.keeper().keep(s)
+	if err != nil {
+		p.Log.Warn("Cannot keep a carried connection beyond the process: a restart of ours will cut it", "error", err)
+	}
+	s.run()
+	forget()
+}
+
+func (p *Proxy) keeper() *keeper {
+	p.keepOnce.Do(func() { p.kept = newKeeper(p.Keep) })
+	return p.kept
+}
+
+// Adopt carries on the connections a previous run carried, as Serve the
+// ones it accepts, until Serve's context ends. A connection to a backend
+// the pool no longer has is closed.
+func (p *Proxy) Adopt(as []Adopted) {
+	for _, a := range as {
+		i, ok := p.Pool.index(a.Backend)
+		if !ok {
+			p.Log.Info("A connection a previous run carried goes to a backend no longer listed: closing it", "backend", a.Backend.String())
+			a.Close()
+			p.keeper().forgetter(a.ID)()
+			continue
+		}
+		if !p.track(a.s.c) {
+			a.Close()
+			continue
+		}
+		p.trackBackend(a.s.b)
+		p.Pool.Adopted(i)
+		p.Gate.Enter()
+		p.Gate.Greeted()
+		go func() {
+			defer p.wg.Done()
+			defer p.untrack(a.s.c)
+			defer p.untrack(a.s.b)
+			done := p.Pool.Carried(i, a.Close)
+			a.s.run()
+			p.keeper().forgetter(a.ID)()
+			done()
+			p.Pool.Closed(i)
+			p.Gate.Leave(false)
+		}()
 	}
 }
 

@@ -25,6 +25,11 @@ type Config struct {
 	// NewChecker builds the health check of the apiserver at base
 	// (https://base/livez, and /readyz for a drain), as our own node's.
 	NewChecker func(base netip.AddrPort) (*health.Checker, error)
+	// Keep, if set, keeps every carried connection beyond the process
+	// (systemd's descriptor store): a restart or a SIGKILL of ours cuts
+	// none; Adopted are those a previous run kept (AdoptFiles).
+	Keep    Keeper
+	Adopted []Adopted
 }
 
 // Spreader runs the spreading: the pool, the remote backends' checks, the
@@ -112,6 +117,7 @@ func fromState(st health.State) Health {
 func (s *Spreader) Run(ctx context.Context) {
 	if len(s.cfg.Remotes) == 0 {
 		s.log.Warn("Not spreading: every backend listed is this node's own; the local apiserver serves the VIP alone")
+		s.dropAdopted()
 		return
 	}
 	ls, err := s.listen(ctx)
@@ -132,6 +138,17 @@ func (s *Spreader) Run(ctx context.Context) {
 			"under systemd, install /usr/share/novaedge-cpvip/spread.conf as a drop-in")
 	}
 	s.log.Error("Cannot spread connections: the local apiserver serves the VIP alone", args...)
+	s.dropAdopted()
+}
+
+// dropAdopted closes the connections a previous run kept, when this one
+// does not spread.
+func (s *Spreader) dropAdopted() {
+	if len(s.cfg.Adopted) == 0 {
+		return
+	}
+	Drop(s.cfg.Adopted, s.cfg.Keep)
+	s.log.Info("Closed the connections a previous run carried", "count", len(s.cfg.Adopted))
 }
 
 // serve runs the checks and a proxy per listener until ctx ends.
@@ -163,10 +180,17 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 	s.log.Info("Spreading new connections to the VIP over the apiservers", "backends", len(s.cfg.Remotes)+1)
 	s.active.Store(true)
 	serveCtx, stopServing := context.WithCancel(context.Background())
+	adopt := s.cfg.Adopted
 	for _, l := range []*net.TCPListener{ls.V4, ls.V6} {
 		if l != nil {
+			p := &Proxy{Pool: s.pool, Log: s.log, Gate: &s.gate, Keep: s.cfg.Keep}
+			if len(adopt) > 0 {
+				p.Adopt(adopt)
+				s.log.Info("Adopted the connections a previous run carried", "count", len(adopt))
+				adopt = nil
+			}
 			wg.Add(1)
-			go func() { defer wg.Done(); (&Proxy{Pool: s.pool, Log: s.log, Gate: &s.gate}).Serve(serveCtx, l) }()
+			go func() { defer wg.Done(); p.Serve(serveCtx, l) }()
 		}
 	}
 	<-ctx.Done()

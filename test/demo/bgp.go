@@ -84,7 +84,7 @@ func bgpDemo(w *world, logf func(string, ...any)) error {
 
 	w.say("n2's kube-apiserver breaks: /livez answers 500.")
 	_ = apis[1].Set(lab.ServerError)
-	if err := waitRoute(w, router, "n2 withdrew its route: %s now via %s", addrs[0], addrs[2]); err != nil {
+	if err := waitRoute(w, router, "n2 demoted its route (fail open: the router uses it only while no node is healthy): %s now via %s", addrs[0], addrs[2]); err != nil {
 		return err
 	}
 	spread(w, client)

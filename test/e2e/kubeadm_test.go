@@ -290,15 +290,26 @@ func TestKubeadmSystemdL2(t *testing.T) {
 	k.run(t, "systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
 	k.run(t, "systemctl kill -s KILL novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
+		// The watches the proxy carries are kept in systemd's descriptor
+		// store and adopted by the restarted daemon: none is cut.
+		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
+		killed := time.Now()
 		k.event(t, probe, hm, "our service SIGKILLed on the holder, restarted by systemd",
 			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second,
 				why: "the kernel keeps the VIP while our daemon is dead and the restarted daemon resumes as master (docs/vrrp.md#resuming-after-a-kill); spreading is on: " + spreadKillWhy + "; watched 5 s"},
 			func() { k.svc.killHard(t, h) }, steady(h))
+		k.svc.waitJournal(t, h, killed, 10*time.Second, "Adopted the connections a previous run carried")
+		if n, err := watches.cut(); n > 0 {
+			k.failed.errorf(t, "our SIGKILL cut %d of %d long-lived connections through the VIP (%v): the restarted daemon adopts what systemd's descriptor store kept", n, longLivedConns, err)
+		}
 	})
 	k.run(t, "systemctl restart novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
+		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
 		k.event(t, probe, hm, "systemctl restart novaedge-cpvip on the holder", cost{failed: handover, double: makeBeforeBreak, why: handoverWhy},
 			func() { k.svc.sh(t, h, "systemctl restart novaedge-cpvip") }, all(k.heldElsewhere(t, h), k.running(h, true)))
+		n, err := watches.cut()
+		t.Logf("systemctl restart cut %d of %d long-lived connections through the VIP (%v): a stop hands the VIP over, and a connection to the old holder ends with it", n, longLivedConns, err)
 	})
 	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	t.Logf("FIGURE kubeadm systemd L2 whole test: two holders %s in all, %s at most at a time",

@@ -1,0 +1,282 @@
+package spread
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// memStore holds copies of descriptors by name, as systemd's store does:
+// what it holds outlives the copies a "process" closes.
+type memStore struct {
+	mu  sync.Mutex
+	fds map[string][]int
+}
+
+func newMemStore() *memStore { return &memStore{fds: map[string][]int{}} }
+
+func (m *memStore) Keep(name string, fds ...int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, fd := range fds {
+		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		m.fds[name] = append(m.fds[name], d)
+	}
+	return nil
+}
+
+func (m *memStore) Forget(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, fd := range m.fds[name] {
+		unix.Close(fd)
+	}
+	delete(m.fds, name)
+	return nil
+}
+
+func (m *memStore) names() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.fds)
+}
+
+// inherit is what the next run gets: a copy of each, by name.
+func (m *memStore) inherit(t *testing.T) map[string][]*os.File {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string][]*os.File{}
+	for name, fds := range m.fds {
+		for _, fd := range fds {
+			d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = append(out[name], os.NewFile(uintptr(d), name))
+		}
+	}
+	return out
+}
+
+func (m *memStore) close() {
+	for name := range m.fds {
+		m.Forget(name)
+	}
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A carried connection is kept under four names while it lives (its two
+// sockets, its two pipes) and forgotten when it ends.
+func TestCarriedConnectionIsKeptWhileItLives(t *testing.T) {
+	st := newMemStore()
+	defer st.close()
+	addr, _ := runProxy(t, &Proxy{Pool: upPool(backend(t, "a")), Log: slog.New(slog.DiscardHandler), Keep: st})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a\n", "ping\n"} {
+		if l, err := r.ReadString('\n'); err != nil || l != want {
+			t.Fatalf("read %q %v, want %q", l, err, want)
+		}
+	}
+	eventually(t, "four names kept", func() bool { return st.names() == 4 })
+	c.Close()
+	eventually(t, "every name forgotten", func() bool { return st.names() == 0 })
+}
+
+// A connection a run kept, with bytes in its pipes that it read and never
+// wrote (killed between the two halves of a splice), is adopted by the
+// next run: those bytes arrive first, in order, then the connection
+// carries on both ways; its end forgets it.
+func TestAdoptedConnectionLosesNoByte(t *testing.T) {
+	st := newMemStore()
+	defer st.close()
+	be := backend(t, "b")
+	// The previous run: a client accepted, the backend dialled and greeted.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	accepted, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := net.Dial("tcp", be.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := bufio.NewReader(b).ReadString('\n'); err != nil || l != "b\n" { // one read: nothing else is sent yet
+		t.Fatalf("greeting %q %v", l, err)
+	}
+	s, err := newSpliced(accepted.(*net.TCPConn), b.(*net.TCPConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Write(s.up.w, []byte("held up\n"))     // read from the client, not yet sent on
+	unix.Write(s.down.w, []byte("held down\n")) // read from the backend, not yet sent on
+	if _, err := newKeeper(st).keepAs("run1-1", s); err != nil {
+		t.Fatal(err)
+	}
+	s.close() // the process dies: the store's copies remain
+
+	inherited := st.inherit(t)
+	inherited["foreign"] = nil
+	as, errs := AdoptFiles(inherited, st)
+	if len(as) != 1 || len(errs) != 0 || len(inherited) != 1 {
+		t.Fatalf("adopted %d, errors %v, left %d names, want 1, none, the foreign one", len(as), errs, len(inherited))
+	}
+	if as[0].Backend != be {
+		t.Errorf("backend %v, want %v", as[0].Backend, be)
+	}
+	pool := upPool(be)
+	p := &Proxy{Pool: pool, Log: slog.New(slog.DiscardHandler), Keep: st}
+	p.Adopt(as)
+	defer func() { p.closeAll(); p.wg.Wait() }()
+	r := bufio.NewReader(client)
+	client.Write([]byte("after\n"))
+	for _, want := range []string{"held down\n", "held up\n", "after\n"} {
+		if l, err := r.ReadString('\n'); err != nil || l != want {
+			t.Fatalf("read %q %v, want %q", l, err, want)
+		}
+	}
+	if got := pool.Status()[0]; got.Active != 1 || got.Adopted != 1 {
+		t.Errorf("backend status %+v, want 1 active, 1 adopted", got)
+	}
+	client.Close()
+	eventually(t, "the adopted connection forgotten", func() bool { return st.names() == 0 })
+	eventually(t, "the adopted connection closed", func() bool { return pool.Status()[0].Active == 0 })
+}
+
+// A connection whose parts are not all there, or whose backend is no longer
+// listed, is closed and forgotten.
+func TestAdoptionDropsWhatItCannotCarry(t *testing.T) {
+	st := newMemStore()
+	defer st.close()
+	p, err := newKpipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Keep(keptName("x-1", roleUp), p.r, p.w)
+	p.close()
+	as, errs := AdoptFiles(st.inherit(t), st)
+	if len(as) != 0 || len(errs) != 1 || st.names() != 0 {
+		t.Fatalf("adopted %d, errors %v, %d names left; want none adopted, one error, none left", len(as), errs, st.names())
+	}
+
+	client, accepted := tcpPair(t)
+	other, err := net.Dial("tcp", backend(t, "o").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newSpliced(accepted, other.(*net.TCPConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKeeper(st).keepAs("y-1", s)
+	s.close()
+	as, errs = AdoptFiles(st.inherit(t), st)
+	if len(as) != 1 || len(errs) != 0 {
+		t.Fatalf("adopted %d, errors %v", len(as), errs)
+	}
+	(&Proxy{Pool: upPool(backend(t, "b")), Log: slog.New(slog.DiscardHandler), Keep: st}).Adopt(as)
+	if st.names() != 0 {
+		t.Errorf("%d names left for a connection to a backend not listed", st.names())
+	}
+	client.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadAll(client); err != nil {
+		t.Errorf("the client of a connection to a backend not listed: %v, want its end", err)
+	}
+}
+
+// tcpPair is two connected loopback TCP sockets.
+func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a.(*net.TCPConn), b.(*net.TCPConn)
+}
+
+// FuzzParseKept: a name of the store is ours only as keptName writes it.
+func FuzzParseKept(f *testing.F) {
+	f.Add("spread.0a1b2c-7.c")
+	f.Add("spread..c")
+	f.Add("spread.a.b.u")
+	f.Add("other")
+	f.Fuzz(func(t *testing.T, name string) {
+		id, role, ok := parseKept(name)
+		if ok && keptName(id, role) != name {
+			t.Errorf("parseKept(%q) = %q %q, which keptName writes %q", name, id, role, keptName(id, role))
+		}
+	})
+}
+
+// The unit's drop-in lets systemd keep every connection the gate lets the
+// proxy carry: six descriptors each, sent on the notification socket.
+func TestDropInStoresEveryCarriedConnection(t *testing.T) {
+	b, err := os.ReadFile("../../packaging/spread.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"FileDescriptorStoreMax":  fmt.Sprint(6 * MaxCarried),
+		"NotifyAccess":            "main",
+		"RestrictAddressFamilies": "AF_UNIX",
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if w, known := want[k]; ok && known {
+			if v != w {
+				t.Errorf("spread.conf: %s=%s, want %s", k, v, w)
+			}
+			delete(want, k)
+		}
+	}
+	for k, v := range want {
+		t.Errorf("spread.conf lacks %s=%s", k, v)
+	}
+}

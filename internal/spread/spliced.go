@@ -1,0 +1,147 @@
+package spread
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// spliced is a carried connection copied in the kernel: the client's and
+// the backend's sockets, and a pipe each way holding what was read from
+// one and not yet written to the other. The four are all its state: a
+// process that adopts them (after a restart or a SIGKILL of ours, from
+// systemd's descriptor store) carries on without losing a byte.
+type spliced struct {
+	c, b     *net.TCPConn
+	up, down kpipe // client to backend, backend to client
+	once     sync.Once
+}
+
+// kpipe is a kernel pipe, both ends non-blocking.
+type kpipe struct{ r, w int }
+
+func newKpipe() (kpipe, error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		return kpipe{-1, -1}, fmt.Errorf("pipe: %w", err)
+	}
+	return kpipe{r: fds[0], w: fds[1]}, nil
+}
+
+// held is how many bytes the pipe holds.
+func (p kpipe) held() (int, error) { return unix.IoctlGetInt(p.r, unix.TIOCINQ) } // FIONREAD
+
+// size is how many bytes the pipe takes at most.
+func (p kpipe) size() (int, error) { return unix.FcntlInt(uintptr(p.w), unix.F_GETPIPE_SZ, 0) }
+
+func (p kpipe) close() {
+	for _, fd := range []int{p.r, p.w} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// newSpliced makes the pipes of a connection between c and b.
+func newSpliced(c, b *net.TCPConn) (*spliced, error) {
+	up, err := newKpipe()
+	if err != nil {
+		return nil, err
+	}
+	down, err := newKpipe()
+	if err != nil {
+		up.close()
+		return nil, err
+	}
+	return &spliced{c: c, b: b, up: up, down: down}, nil
+}
+
+// run copies both ways until both are done, as pipe: the end of one
+// direction closes the sending side of the other connection, an error
+// closes both. Then everything is closed.
+func (s *spliced) run() {
+	done := make(chan struct{})
+	go func() { s.copy(s.b, s.c, s.up); close(done) }()
+	s.copy(s.c, s.b, s.down)
+	<-done
+	s.close()
+}
+
+// close closes both connections and the pipes, once.
+func (s *spliced) close() {
+	s.once.Do(func() {
+		s.c.Close()
+		s.b.Close()
+		s.up.close()
+		s.down.close()
+	})
+}
+
+func (s *spliced) copy(dst, src *net.TCPConn, p kpipe) {
+	if err := splice(dst, src, p); err == nil {
+		dst.CloseWrite()
+	} else {
+		dst.Close()
+		src.Close()
+	}
+}
+
+// spliceFlags: move pages rather than copy them; never block in the call
+// (the sockets' waits are the runtime poller's).
+const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
+
+// splice moves src's bytes to dst through p until src ends (nil) or
+// fails. What p holds when it starts (a predecessor's bytes) goes first;
+// p is emptied before src is read again, so a read never finds it full.
+func splice(dst, src *net.TCPConn, p kpipe) error {
+	rc, err := src.SyscallConn()
+	if err != nil {
+		return err
+	}
+	wc, err := dst.SyscallConn()
+	if err != nil {
+		return err
+	}
+	size, err := p.size()
+	if err != nil {
+		return fmt.Errorf("pipe size: %w", err)
+	}
+	held, err := p.held()
+	if err != nil {
+		return fmt.Errorf("pipe contents: %w", err)
+	}
+	for {
+		for held > 0 {
+			var n int64
+			var serr error
+			if err := wc.Write(func(fd uintptr) bool {
+				n, serr = unix.Splice(p.r, nil, int(fd), nil, held, spliceFlags)
+				return !errors.Is(serr, unix.EAGAIN)
+			}); err != nil {
+				return err
+			}
+			if serr != nil {
+				return serr
+			}
+			held -= int(n)
+		}
+		var n int64
+		var serr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, serr = unix.Splice(int(fd), nil, p.w, nil, size, spliceFlags)
+			return !errors.Is(serr, unix.EAGAIN)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return serr
+		}
+		if n == 0 {
+			return nil // the end of src
+		}
+		held = int(n)
+	}
+}
