@@ -89,7 +89,7 @@ func (d *daemon) snapshot() status.Snapshot {
 		s.SpreadActive = d.spread.Active()
 		for _, b := range d.spread.Status() {
 			s.Spread = append(s.Spread, status.SpreadBackend{Address: b.Addr.String(), Local: b.Local, Health: b.Health.String(),
-				DialFailed: b.DialFailed, Active: b.Active, Connections: b.Connections, DialFailures: b.DialFailures})
+				DialFailed: b.DialFailed, Active: b.Active, Connections: b.Connections, Adopted: b.Adopted, DialFailures: b.DialFailures})
 		}
 	}
 	if d.bgpAnn != nil {

@@ -25,6 +25,7 @@ type Metrics struct {
 	conflict, conflicts, defences      *prometheus.Desc
 	spreadUp, spreadActive, spreading  *prometheus.Desc
 	spreadConns, spreadDialFailures    *prometheus.Desc
+	spreadAdopted                      *prometheus.Desc
 	healthState, settled, priority     *prometheus.Desc
 	advertsSent, advertsReceived       *prometheus.Desc
 	buildInfo, lastTransition, reloads *prometheus.Desc
@@ -49,13 +50,14 @@ func NewMetrics(snapshot func() Snapshot, journal *Journal) *Metrics {
 		drop:        prometheus.NewDesc(ns+"_packets_dropped_total", "Received VRRP and BFD packets dropped, by reason.", []string{"proto", "reason"}, nil),
 		sendFailures: prometheus.NewDesc(ns+"_send_failures_total", "Sends and route changes that failed, by kind: vrrp advertisements, garp (gratuitous ARP / unsolicited NA, after retries), bgp_route (announcements and withdrawals, retried).",
 			[]string{"kind"}, nil),
-		conflict:     prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
-		conflicts:    prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
-		defences:     prometheus.NewDesc(ns+"_address_defences_total", "Times this node defended a VIP it held against another host's first answer (RFC 5227: announced it again; a second answer within 10 s is a conflict).", nil, nil),
-		spreadUp:     prometheus.NewDesc(ns+"_spread_backend_up", "L2 spreading: 1 while the backend apiserver's checks pass and its last dial did not fail.", []string{"backend"}, nil),
-		spreadActive: prometheus.NewDesc(ns+"_spread_active_connections", "L2 spreading: connections carried to the backend now.", []string{"backend"}, nil),
-		spreadConns:  prometheus.NewDesc(ns+"_spread_connections_total", "L2 spreading: connections carried to the backend.", []string{"backend"}, nil),
-		spreading:    prometheus.NewDesc(ns+"_spread_active", "L2 spreading: 1 while new connections to the VIP are spread (SPREAD on and its steering attached).", nil, nil),
+		conflict:      prometheus.NewDesc(ns+"_address_conflict", "1 while another host answers for the VIP (L2): it is not bound here until that host stops.", []string{"vip"}, nil),
+		conflicts:     prometheus.NewDesc(ns+"_address_conflicts_total", "Times another host was found answering for a VIP (L2 address conflict detection).", nil, nil),
+		defences:      prometheus.NewDesc(ns+"_address_defences_total", "Times this node defended a VIP it held against another host's first answer (RFC 5227: announced it again; a second answer within 10 s is a conflict).", nil, nil),
+		spreadUp:      prometheus.NewDesc(ns+"_spread_backend_up", "L2 spreading: 1 while the backend apiserver's checks pass and its last dial did not fail.", []string{"backend"}, nil),
+		spreadActive:  prometheus.NewDesc(ns+"_spread_active_connections", "L2 spreading: connections carried to the backend now.", []string{"backend"}, nil),
+		spreadConns:   prometheus.NewDesc(ns+"_spread_connections_total", "L2 spreading: connections carried to the backend.", []string{"backend"}, nil),
+		spreadAdopted: prometheus.NewDesc(ns+"_spread_adopted_connections_total", "L2 spreading: connections to the backend that a previous run of the daemon carried and this one adopted from systemd's file descriptor store (a crash or SIGKILL of ours cut none of them).", []string{"backend"}, nil),
+		spreading:     prometheus.NewDesc(ns+"_spread_active", "L2 spreading: 1 while new connections to the VIP are spread (SPREAD on and its steering attached).", nil, nil),
 		spreadDialFailures: prometheus.NewDesc(ns+"_spread_dial_failures_total", "L2 spreading: connections to the backend that failed before its first answer (refused, unanswered within 250 ms, reset); each went to another backend while one was left to try.",
 			[]string{"backend"}, nil),
 		healthState:     prometheus.NewDesc(ns+"_health_state", "The local apiserver's health as the thresholds judge it: 1 for the current state (unknown, healthy, unhealthy, draining), 0 for the others.", []string{"state"}, nil),
@@ -78,7 +80,7 @@ func (m *Metrics) ObserveCheck(d time.Duration) { m.duration.Observe(d.Seconds()
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.vipHeld, m.failOpen, m.vrrpState, m.bgpUp, m.bfdUp, m.checks, m.transitions, m.actions, m.drop, m.sendFailures, m.conflict, m.conflicts, m.defences,
-		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures, m.spreading,
+		m.spreadUp, m.spreadActive, m.spreadConns, m.spreadDialFailures, m.spreadAdopted, m.spreading,
 		m.healthState, m.settled, m.priority, m.advertsSent, m.advertsReceived, m.buildInfo, m.lastTransition, m.reloads} {
 		ch <- d
 	}
@@ -123,6 +125,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(m.spreadUp, boolf(b.Health == "up" && !b.DialFailed), b.Address)
 		gauge(m.spreadActive, float64(b.Active), b.Address)
 		counter(m.spreadConns, b.Connections, b.Address)
+		counter(m.spreadAdopted, b.Adopted, b.Address)
 		counter(m.spreadDialFailures, b.DialFailures, b.Address)
 	}
 	for _, r := range []string{"success", "failure"} {

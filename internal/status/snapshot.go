@@ -118,6 +118,7 @@ type SpreadBackend struct {
 	DialFailed   bool   `json:"dial_failed,omitempty"`
 	Active       int    `json:"active_connections"`
 	Connections  uint64 `json:"connections"`
+	Adopted      uint64 `json:"adopted_connections"` // of those, carried by a previous run (systemd's descriptor store)
 	DialFailures uint64 `json:"dial_failures"`
 }
 
