@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/novaedge/cpvip/internal/health"
@@ -54,12 +55,13 @@ type Proxy struct {
 	// a later run to adopt (Adopt).
 	Keep Keeper
 
-	keepOnce sync.Once
-	kept     *keeper
-	wg       sync.WaitGroup
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{} // open client and backend connections, closed at shutdown
-	closing bool
+	keepOnce   sync.Once
+	kept       *keeper
+	keepFailed atomic.Bool
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	conns      map[net.Conn]struct{} // open client and backend connections, closed at shutdown
+	closing    bool
 }
 
 // Serve accepts on ln until ctx ends, then closes ln and every connection
@@ -223,7 +225,7 @@ func (p *Proxy) carryOn(c, b net.Conn) {
 		return
 	}
 	forget, err := p.keeper().keep(s)
-	if err != nil {
+	if err != nil && !p.keepFailed.Swap(true) { // once: a store that refuses one refuses the next
 		p.Log.Warn("Cannot keep a carried connection beyond the process: a restart of ours will cut it", "error", err)
 	}
 	s.run()

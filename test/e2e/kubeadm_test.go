@@ -206,7 +206,7 @@ func (k *kubeLab) steady(t testing.TB) func(i int) func() error {
 func (k *kubeLab) upgradeApply(t *testing.T, probe *lab.Process, hm *holderMonitor, steady func(int) func() error) {
 	h := k.waitHolder(t, time.Minute)
 	k.event(t, probe, hm, "kubeadm upgrade apply "+lab.KubeVersion+" (the running version) on the holder",
-		cost{failed: 15, double: makeBeforeBreak, why: "after certs renew, kubeadm restarts the holder's etcd: its apiserver's requests wait and time out (1 s each) for the 7-10 s of the restart (docs/kubeadm.md); 15: +50 % for a slower etcd start on a loaded machine"}, func() {
+		cost{failed: 15, double: makeBeforeBreak, why: "after certs renew, kubeadm restarts the holder's etcd: its apiserver's requests wait and time out (1 s each) for the 7-10 s of the restart (docs/kubeadm.md#an-etcd-restart-on-the-holder); 15: +50 % for a slower etcd start on a loaded machine"}, func() {
 			// kubeadm v1.34 runs its CoreDNS checks even with dns.disabled
 			// and fails them when there is no CoreDNS (the lab builds
 			// none): those two are the only checks ignored.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math"
+	"net/netip"
 	"strings"
 	"sync"
 	"syscall"
@@ -265,7 +266,11 @@ func TestRealSpread(t *testing.T) {
 	// Our daemon SIGKILLed on the holder: the kernel detaches the steering
 	// with the process, the VIP stays bound (the backups wait while the
 	// holder's host answers), so the local apiserver serves the VIP alone
-	// until the daemon is back and spreads again.
+	// until the daemon is back and spreads again. Run outside systemd (as
+	// a static pod is), it has no descriptor store: the long-lived
+	// connections it carries end with it (under systemd they are adopted:
+	// TestKubeadmSystemdL2).
+	watches := openLongLived(t, c.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
 	c.procs[holder].Kill()
 	killedAt := time.Now()
 	probe, err := c.cp.StartProbe(c.client, realServer, 6*time.Second)
@@ -286,6 +291,11 @@ func TestRealSpread(t *testing.T) {
 	failedAtMost(t, probe, killedAt, fmt.Sprintf("spread: holder's daemon SIGKILLed and restarted 1.5 s later (served %v)", served), spreadKillCost, spreadKillWhy)
 	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
 		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
+	}
+	n, err := watches.cut()
+	t.Logf("spread: our SIGKILL outside systemd cut %d of %d long-lived connections through the VIP (%v)", n, longLivedConns, err)
+	if n != longLivedConns {
+		t.Errorf("our SIGKILL outside systemd cut %d of %d long-lived connections, want all: docs/architecture.md says a static pod's carried connections end with the process; if they no longer do, say so there", n, longLivedConns)
 	}
 	c.frozenSpreading(t, holder)
 }
