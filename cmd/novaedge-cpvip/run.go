@@ -48,8 +48,9 @@ func run(args []string, stderr io.Writer) int {
 	for _, w := range warnings {
 		log.Warn("Configuration warning", "warning", w)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	stopper := newStopper(stop, log)
 	build := buildL2
 	if cfg.Mode == config.ModeBGP {
 		build = buildBGP
@@ -98,6 +99,15 @@ func run(args []string, stderr io.Writer) int {
 		go func() { d.spread.Run(spreadCtx); close(spreadDone) }()
 	} else {
 		close(spreadDone)
+	}
+	if cfg.Mode == config.ModeL2 {
+		stopper.restart.Store(&restartInPlace{detach: func() {
+			if d.spread != nil {
+				d.spread.Detach()
+				stopSpread()
+				<-spreadDone
+			}
+		}})
 	}
 	d.ready.Store(true)
 	trim(log)

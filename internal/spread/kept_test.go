@@ -164,7 +164,7 @@ func TestAdoptedConnectionLosesNoByte(t *testing.T) {
 	pool := upPool(be)
 	p := &Proxy{Pool: pool, Log: slog.New(slog.DiscardHandler), Keep: st}
 	p.Adopt(as)
-	defer func() { p.closeAll(); p.wg.Wait() }()
+	defer func() { p.closeAll(false); p.wg.Wait() }()
 	r := bufio.NewReader(client)
 	client.Write([]byte("after\n"))
 	for _, want := range []string{"held down\n", "held up\n", "after\n"} {
@@ -256,16 +256,23 @@ func FuzzParseKept(f *testing.F) {
 }
 
 // The unit's drop-in lets systemd keep every connection the gate lets the
-// proxy carry: six descriptors each, sent on the notification socket.
+// proxy carry: six descriptors each, sent on the notification socket (an
+// AF_UNIX socket, which the unit allows).
 func TestDropInStoresEveryCarriedConnection(t *testing.T) {
+	unit, err := os.ReadFile("../../systemd/novaedge-cpvip.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(unit), "\nRestrictAddressFamilies=AF_INET AF_INET6 AF_NETLINK AF_PACKET AF_UNIX\n") {
+		t.Error("the unit does not allow AF_UNIX sockets: nothing reaches systemd's store")
+	}
 	b, err := os.ReadFile("../../packaging/spread.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"FileDescriptorStoreMax":  fmt.Sprint(6 * MaxCarried),
-		"NotifyAccess":            "main",
-		"RestrictAddressFamilies": "AF_UNIX",
+		"FileDescriptorStoreMax": fmt.Sprint(6 * MaxCarried),
+		"NotifyAccess":           "main",
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(l, "=")
@@ -278,5 +285,64 @@ func TestDropInStoresEveryCarriedConnection(t *testing.T) {
 	}
 	for k, v := range want {
 		t.Errorf("spread.conf lacks %s=%s", k, v)
+	}
+}
+
+// A restart: the running proxy is detached at its end, its carried
+// connection left open in the store with whatever it had not copied, and
+// the next run adopts it; the client sees one connection throughout.
+// Without a Keeper the end closes it as always.
+func TestDetachedConnectionIsAdoptedByTheNextRun(t *testing.T) {
+	st := newMemStore()
+	defer st.close()
+	be := backend(t, "a")
+	first := &Proxy{Pool: upPool(be), Log: slog.New(slog.DiscardHandler), Keep: st}
+	addr, stop := runProxy(t, first)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	c.Write([]byte("one\n"))
+	for _, want := range []string{"a\n", "one\n"} {
+		if l, err := r.ReadString('\n'); err != nil || l != want {
+			t.Fatalf("read %q %v, want %q", l, err, want)
+		}
+	}
+	eventually(t, "four names kept", func() bool { return st.names() == 4 })
+	first.Detach()
+	if !stop() {
+		t.Fatal("Serve did not return after its context ended")
+	}
+	if st.names() != 4 {
+		t.Fatalf("%d names kept after the detached end, want 4", st.names())
+	}
+	c.Write([]byte("between\n")) // nobody copies: it waits in the kernel
+
+	as, errs := AdoptFiles(st.inherit(t), st)
+	if len(as) != 1 || len(errs) != 0 {
+		t.Fatalf("adopted %d, errors %v", len(as), errs)
+	}
+	next := &Proxy{Pool: upPool(be), Log: slog.New(slog.DiscardHandler), Keep: st}
+	_, stopNext := runProxy(t, next)
+	next.Adopt(as)
+	c.Write([]byte("after\n"))
+	for _, want := range []string{"between\n", "after\n"} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if l, err := r.ReadString('\n'); err != nil || l != want {
+			t.Fatalf("read %q %v, want %q", l, err, want)
+		}
+	}
+	// A stop, not detached: the connection ends and is forgotten.
+	if !stopNext() {
+		t.Fatal("Serve did not return after its context ended")
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.ReadString('\n'); err != io.EOF {
+		t.Errorf("after a stop the client read %v, want EOF", err)
+	}
+	if st.names() != 0 {
+		t.Errorf("%d names left after a stop", st.names())
 	}
 }

@@ -58,14 +58,20 @@ type Proxy struct {
 	keepOnce   sync.Once
 	kept       *keeper
 	keepFailed atomic.Bool
-	wg         sync.WaitGroup
-	mu         sync.Mutex
-	conns      map[net.Conn]struct{} // open client and backend connections, closed at shutdown
-	closing    bool
+	// detach: Serve's end leaves the spliced connections to a successor
+	// (Detach) instead of closing them.
+	detach atomic.Bool
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{} // open client and backend connections, closed at shutdown
+	spliced map[*spliced]struct{} // of those, the ones carried in the kernel
+	closing bool
 }
 
 // Serve accepts on ln until ctx ends, then closes ln and every connection
-// it carries, both sides, and returns once their goroutines have.
+// it carries, both sides (with Detach, those carried in the kernel are
+// left to a successor), and returns once their goroutines have.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -98,9 +104,14 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) {
 			p.Gate.Leave(!p.carry(ctx, c))
 		}()
 	}
-	p.closeAll()
+	p.closeAll(p.detach.Load())
 	p.wg.Wait()
 }
+
+// Detach makes Serve's end leave every connection carried in the kernel
+// as it is, kept in the store for a successor to adopt, and close only
+// the others (awaiting an answer). Call it before Serve's context ends.
+func (p *Proxy) Detach() { p.detach.Store(true) }
 
 // track adds a connection, counting a goroutine for a client's; false
 // when shutting down (the caller closes it).
@@ -134,13 +145,38 @@ func (p *Proxy) untrack(c net.Conn) {
 }
 
 // closeAll closes every connection, clients' and backends': a half-closed
-// client waiting on a silent backend ends too.
-func (p *Proxy) closeAll() {
+// client waiting on a silent backend ends too. With detach, a connection
+// carried in the kernel is detached instead, when it is kept (a Keeper).
+func (p *Proxy) closeAll(detach bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closing = true
+	left := map[net.Conn]bool{}
+	if detach && p.Keep != nil {
+		for s := range p.spliced {
+			s.detach()
+			left[s.c], left[s.b] = true, true
+		}
+	}
 	for c := range p.conns {
-		c.Close()
+		if !left[c] {
+			c.Close()
+		}
+	}
+}
+
+// carrying registers s as carried in the kernel until the returned func.
+func (p *Proxy) carrying(s *spliced) (done func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.spliced == nil {
+		p.spliced = map[*spliced]struct{}{}
+	}
+	p.spliced[s] = struct{}{}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		delete(p.spliced, s)
 	}
 }
 
@@ -228,8 +264,10 @@ func (p *Proxy) carryOn(c, b net.Conn) {
 	if err != nil && !p.keepFailed.Swap(true) { // once: a store that refuses one refuses the next
 		p.Log.Warn("Cannot keep a carried connection beyond the process: a restart of ours will cut it", "error", err)
 	}
-	s.run()
-	forget()
+	defer p.carrying(s)()
+	if !s.run() {
+		forget()
+	}
 }
 
 func (p *Proxy) keeper() *keeper {
@@ -262,8 +300,11 @@ func (p *Proxy) Adopt(as []Adopted) {
 			defer p.untrack(a.s.c)
 			defer p.untrack(a.s.b)
 			done := p.Pool.Carried(i, a.Close)
-			a.s.run()
-			p.keeper().forgetter(a.ID)()
+			stop := p.carrying(a.s)
+			if !a.s.run() {
+				p.keeper().forgetter(a.ID)()
+			}
+			stop()
 			done()
 			p.Pool.Closed(i)
 			p.Gate.Leave(false)

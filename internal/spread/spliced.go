@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,6 +20,7 @@ type spliced struct {
 	c, b     *net.TCPConn
 	up, down kpipe // client to backend, backend to client
 	once     sync.Once
+	detached atomic.Bool // left to a successor: stop copying, cut nothing
 }
 
 // kpipe is a kernel pipe, both ends non-blocking.
@@ -61,13 +64,25 @@ func newSpliced(c, b *net.TCPConn) (*spliced, error) {
 
 // run copies both ways until both are done, as pipe: the end of one
 // direction closes the sending side of the other connection, an error
-// closes both. Then everything is closed.
-func (s *spliced) run() {
+// closes both. Then our descriptors are closed. It says whether the
+// connection was detached (left to a successor, cut nowhere).
+func (s *spliced) run() (detached bool) {
 	done := make(chan struct{})
 	go func() { s.copy(s.b, s.c, s.up); close(done) }()
 	s.copy(s.c, s.b, s.down)
 	<-done
 	s.close()
+	return s.detached.Load()
+}
+
+// detach stops the copying wherever it is without touching the
+// connection: what one side sent and the other has not received stays in
+// the pipes, for the successor that adopts the descriptors.
+func (s *spliced) detach() {
+	s.detached.Store(true)
+	past := time.Unix(1, 0)
+	s.c.SetDeadline(past)
+	s.b.SetDeadline(past)
 }
 
 // close closes both connections and the pipes, once.
@@ -81,9 +96,13 @@ func (s *spliced) close() {
 }
 
 func (s *spliced) copy(dst, src *net.TCPConn, p kpipe) {
-	if err := splice(dst, src, p); err == nil {
+	err := splice(dst, src, p)
+	switch {
+	case s.detached.Load():
+		// Closing our descriptors ends nothing: the store holds copies.
+	case err == nil:
 		dst.CloseWrite()
-	} else {
+	default:
 		dst.Close()
 		src.Close()
 	}

@@ -41,8 +41,14 @@ type Spreader struct {
 	checkers []*health.Checker // backend i+1's; nil when it could not be built
 	log      *slog.Logger
 	active   atomic.Bool
+	detach   atomic.Bool
 	gate     Gate
 }
+
+// Detach makes the end of Run leave the connections it carries to the
+// next run of the daemon (a restart systemd queued): kept in the store,
+// cut nowhere. Call it before Run's context ends.
+func (s *Spreader) Detach() { s.detach.Store(true) }
 
 // localAddr is where the proxy reaches this node's own apiserver first:
 // as the health check does (https://localhost:PORT), 127.0.0.1, then ::1.
@@ -181,9 +187,11 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 	s.active.Store(true)
 	serveCtx, stopServing := context.WithCancel(context.Background())
 	adopt := s.cfg.Adopted
+	var proxies []*Proxy
 	for _, l := range []*net.TCPListener{ls.V4, ls.V6} {
 		if l != nil {
 			p := &Proxy{Pool: s.pool, Log: s.log, Gate: &s.gate, Keep: s.cfg.Keep}
+			proxies = append(proxies, p)
 			if len(adopt) > 0 {
 				p.Adopt(adopt)
 				s.log.Info("Adopted the connections a previous run carried", "count", len(adopt))
@@ -197,6 +205,11 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 	s.active.Store(false)
 	if err := steer.Close(); err != nil {
 		s.log.Warn("Detaching the steering failed", "error", err)
+	}
+	if s.detach.Load() {
+		for _, p := range proxies {
+			p.Detach()
+		}
 	}
 	stopServing()
 }
