@@ -156,13 +156,15 @@ func portsTable(t *testing.T, p portValues) string {
 // table's traffic in, with the example addresses of the docs.
 func firewallSnippets(p portValues) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nftables, in the input chain of your ruleset (Debian's `/etc/nftables.conf` names it `inet filter`):\n\n```\n")
+	fmt.Fprintf(&b, "nftables, rules to merge into the input chain of your ruleset (Debian's `/etc/nftables.conf` names it\n"+
+		"`inet filter`). They only accept and set no policy: the drop policy, and the rules for SSH, etcd\n"+
+		"(2379-2380), the kubelet (10250) and the CNI, stay your ruleset's:\n\n```\n")
 	fmt.Fprintf(&b, `table inet filter {
 	set cp_nodes4 { type ipv4_addr; elements = { 192.0.2.11, 192.0.2.12, 192.0.2.13 } }
 	set routers4 { type ipv4_addr; elements = { 198.51.100.1 } }
 	set prometheus4 { type ipv4_addr; elements = { 203.0.113.10 } }
 	chain input {
-		type filter hook input priority filter; policy drop;
+		type filter hook input priority filter;   # a fragment: your ruleset sets the policy
 		ct state established,related accept   # BGP's and the health checks' replies
 		iif lo accept                          # health check, status, spreading's listener
 		# l2: VRRP from the other control-plane nodes (IPv6: from link-local addresses)

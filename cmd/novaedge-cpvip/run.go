@@ -100,7 +100,7 @@ func run(args []string, stderr io.Writer) int {
 	} else {
 		close(spreadDone)
 	}
-	if cfg.Mode == config.ModeL2 {
+	if cfg.Mode == config.ModeL2 && l2.BackupsWait(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck) {
 		stopper.restart.Store(&restartInPlace{detach: func() {
 			if d.spread != nil {
 				d.spread.Detach()

@@ -102,7 +102,8 @@ var spreadMeaning = map[string]meaning{
 	"CapabilityBoundingSet":  {"CAP_NET_ADMIN CAP_NET_RAW CAP_BPF", "CAP_BPF may be held"},
 	"SystemCallFilter":       {"bpf capset", "`bpf` (the program and its maps) and `capset` (dropping CAP_BPF) allowed again, after the unit's `~@privileged`"},
 	"NotifyAccess":           {"main", "systemd reads the daemon's notifications: the messages that keep each carried connection's descriptors in its store"},
-	"FileDescriptorStoreMax": {"60000", "systemd keeps up to that many descriptors of the daemon's (six per carried connection) and hands them to the next run after a crash, a SIGKILL or a restart, which adopts the connections; the store is emptied when the unit stops"},
+	"FileDescriptorStoreMax": {"6000", "systemd keeps up to that many descriptors of the daemon's (four per carried connection, 1500 connections) and hands them to the next run after a crash, a SIGKILL or a restart, which adopts the connections; the store is emptied when the unit stops"},
+	"LimitNOFILE":            {"16384:524288", "open files: systemd passes the stored descriptors to the next run within the soft limit (16384), before the daemon raises it to the hard one"},
 }
 
 // sandboxTable renders the directives of one file with their meanings,

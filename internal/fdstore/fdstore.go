@@ -60,12 +60,19 @@ func ValidName(name string) bool {
 	return true
 }
 
-// Keep stores copies of fds under name; the caller keeps its own.
-func (s *Store) Keep(name string, fds ...int) error {
+// Keep stores copies of fds under name; the caller keeps its own. poll
+// false asks systemd not to drop them on a hang-up or an error (FDPOLL=0,
+// systemd 246): a pipe's read end whose writer is gone still holds what
+// was written.
+func (s *Store) Keep(name string, poll bool, fds ...int) error {
 	if !ValidName(name) {
 		return fmt.Errorf("%w: %q", ErrName, name)
 	}
-	return s.send("FDSTORE=1\nFDNAME="+name, unix.UnixRights(fds...))
+	state := "FDSTORE=1\nFDNAME=" + name
+	if !poll {
+		state += "\nFDPOLL=0"
+	}
+	return s.send(state, unix.UnixRights(fds...))
 }
 
 // Forget removes every descriptor stored under name; systemd closes its

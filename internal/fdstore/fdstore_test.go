@@ -56,11 +56,11 @@ func TestKeepAndForget(t *testing.T) {
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	if err := s.Keep("spread.a-1.u", p[0], p[1]); err != nil {
+	if err := s.Keep("spread.a-1.u", false, p[0], p[1]); err != nil {
 		t.Fatal(err)
 	}
 	msg, fds := recv(t, manager)
-	if msg != "FDSTORE=1\nFDNAME=spread.a-1.u" || len(fds) != 2 {
+	if msg != "FDSTORE=1\nFDNAME=spread.a-1.u\nFDPOLL=0" || len(fds) != 2 {
 		t.Fatalf("got %q with %d descriptors", msg, len(fds))
 	}
 	// A copy: what is written on ours reaches the manager's.
@@ -79,7 +79,7 @@ func TestKeepAndForget(t *testing.T) {
 		t.Fatalf("got %q with %d descriptors", msg, len(fds))
 	}
 	for _, bad := range []string{"", "a:b", "a b", "é", string(make([]byte, 256))} {
-		if err := s.Keep(bad, p[0]); err == nil {
+		if err := s.Keep(bad, true, p[0]); err == nil {
 			t.Errorf("Keep(%q) accepted", bad)
 		}
 		if err := s.Forget(bad); err == nil {

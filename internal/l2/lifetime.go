@@ -28,9 +28,18 @@ const KernelLate = 200 * time.Millisecond
 // is one RTM_NEWADDR for every netlink listener on the host.
 func Lifetime(interval, restartWait time.Duration, conflictCheck bool) reconcile.Lifetime {
 	wait := 4 * interval
-	if conflictCheck && restartWait > wait {
+	if BackupsWait(interval, restartWait, conflictCheck) {
 		wait = restartWait
 	}
 	valid := max(time.Second, (wait - 500*time.Millisecond).Truncate(time.Second))
 	return reconcile.Lifetime{Valid: valid, Renew: valid / 6}
+}
+
+// BackupsWait says whether the backups wait RESTART_WAIT for a master that
+// went silent while its host still answers for the VIP (the conflict check
+// asks, and the wait is longer than the master down interval): only then
+// does a restart of ours that leaves the VIP bound keep it, rather than
+// meet a backup's takeover.
+func BackupsWait(interval, restartWait time.Duration, conflictCheck bool) bool {
+	return conflictCheck && restartWait > 4*interval
 }

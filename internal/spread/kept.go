@@ -2,13 +2,15 @@ package spread
 
 import (
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -16,20 +18,32 @@ import (
 
 // Keeper keeps descriptors beyond the process (systemd's descriptor store,
 // internal/fdstore): a later run of ours gets them back and adopts the
-// connections they make up (Adopted).
+// connections they make up (Adopted). poll false asks the store not to
+// drop a descriptor when it reports a hang-up (a pipe's read end whose
+// writer is gone still holds what was written).
 type Keeper interface {
-	Keep(name string, fds ...int) error
+	Keep(name string, poll bool, fds ...int) error
 	Forget(name string) error
 }
 
-// A carried connection is kept as four names: its client socket, its
-// backend socket, and the two ends of each pipe.
+// MaxKept is how many carried connections are kept at most; the others
+// are carried as well but end with the process. The bound is the
+// service manager's: systemd passes the descriptors' names in one
+// environment variable (LISTEN_FDNAMES), which exec limits to 128 KiB,
+// and four names of at most 15 bytes a connection fit 2000 times in that;
+// it also keeps systemd's own work on its store small.
+const MaxKept = 1500
+
+// A carried connection is kept as four descriptors: its client socket, its
+// backend socket, and the read end of each pipe (what its predecessor read
+// and had not written yet; the successor drains it, then uses pipes of its
+// own).
 const (
 	roleClient  = 'c'
 	roleBackend = 'b'
 	roleUp      = 'u' // the pipe from the client to the backend
 	roleDown    = 'd' // the pipe from the backend to the client
-	keptPrefix  = "spread."
+	keptPrefix  = "s"
 )
 
 var roles = [...]byte{roleClient, roleBackend, roleUp, roleDown}
@@ -44,7 +58,7 @@ func parseKept(name string) (id string, role byte, ok bool) {
 		return "", 0, false
 	}
 	id, role = rest[:len(rest)-2], rest[len(rest)-1]
-	if strings.ContainsAny(id, ".:") {
+	if !validID(id) {
 		return "", 0, false
 	}
 	switch role {
@@ -54,46 +68,53 @@ func parseKept(name string) (id string, role byte, ok bool) {
 	return "", 0, false
 }
 
-// keeper names and keeps the carried connections of one run.
+// validID: a run and a sequence number, base 36, joined by '-'.
+func validID(id string) bool {
+	run, seq, ok := strings.Cut(id, "-")
+	return ok && run != "" && seq != "" && base36(run) && base36(seq)
+}
+
+func base36(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// errFull: MaxKept connections are kept already.
+var errFull = errors.New("the store holds MaxKept connections already")
+
+// keeper names and keeps the carried connections of one run, MaxKept at
+// most (those it adopted included).
 type keeper struct {
-	k   Keeper
-	run string // unique to this run: a successor's names never meet ours
-	seq atomic.Uint64
+	k     Keeper
+	run   string // unique to this run: a successor's names never meet ours
+	seq   atomic.Uint64
+	count atomic.Int64
 }
 
 func newKeeper(k Keeper) *keeper {
 	if k == nil {
 		return nil
 	}
-	var b [6]byte
+	var b [4]byte
 	rand.Read(b[:])
-	return &keeper{k: k, run: hex.EncodeToString(b[:])}
+	return &keeper{k: k, run: strconv.FormatUint(uint64(binary.BigEndian.Uint32(b[:])), 36)}
 }
 
 // keep stores s's descriptors and returns what forgets them; a store
-// that refuses is an error, and nothing of s is left in it.
+// that refuses, or is full, is an error, and nothing of s is left in it.
 func (k *keeper) keep(s *spliced) (forget func(), err error) {
 	if k == nil {
 		return func() {}, nil
 	}
-	id := fmt.Sprintf("%s-%d", k.run, k.seq.Add(1))
-	return k.keepAs(id, s)
-}
-
-// forgetter returns what forgets the connection id.
-func (k *keeper) forgetter(id string) func() {
-	if k == nil {
-		return func() {}
+	if k.count.Add(1) > MaxKept {
+		k.count.Add(-1)
+		return func() {}, errFull
 	}
-	return func() {
-		for _, r := range roles {
-			k.k.Forget(keptName(id, r))
-		}
-	}
-}
-
-// keepAs stores s under id.
-func (k *keeper) keepAs(id string, s *spliced) (forget func(), err error) {
+	id := k.run + "-" + strconv.FormatUint(k.seq.Add(1), 36)
 	forget = k.forgetter(id)
 	for _, r := range roles {
 		switch r {
@@ -102,9 +123,9 @@ func (k *keeper) keepAs(id string, s *spliced) (forget func(), err error) {
 		case roleBackend:
 			err = keepConn(k.k, keptName(id, r), s.b)
 		case roleUp:
-			err = k.k.Keep(keptName(id, r), s.up.r, s.up.w)
+			err = k.k.Keep(keptName(id, r), false, s.up.r)
 		case roleDown:
-			err = k.k.Keep(keptName(id, r), s.down.r, s.down.w)
+			err = k.k.Keep(keptName(id, r), false, s.down.r)
 		}
 		if err != nil {
 			forget()
@@ -114,13 +135,36 @@ func (k *keeper) keepAs(id string, s *spliced) (forget func(), err error) {
 	return forget, nil
 }
 
+// adopted counts a connection a previous run kept, now this run's.
+func (k *keeper) adopted() {
+	if k != nil {
+		k.count.Add(1)
+	}
+}
+
+// forgetter returns what forgets the connection id, once.
+func (k *keeper) forgetter(id string) func() {
+	if k == nil {
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for _, r := range roles {
+				k.k.Forget(keptName(id, r))
+			}
+			k.count.Add(-1)
+		})
+	}
+}
+
 func keepConn(k Keeper, name string, c *net.TCPConn) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var kerr error
-	if err := rc.Control(func(fd uintptr) { kerr = k.Keep(name, int(fd)) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { kerr = k.Keep(name, true, int(fd)) }); err != nil {
 		return err
 	}
 	return kerr
@@ -193,11 +237,7 @@ func adoptOne(id string, p map[byte][]*os.File) (Adopted, error) {
 		}
 	}()
 	for _, r := range roles {
-		want := 1
-		if r == roleUp || r == roleDown {
-			want = 2
-		}
-		if len(p[r]) != want {
+		if len(p[r]) != 1 {
 			return Adopted{}, fmt.Errorf("%d descriptors named %q", len(p[r]), string(r))
 		}
 	}
@@ -210,14 +250,21 @@ func adoptOne(id string, p map[byte][]*os.File) (Adopted, error) {
 		c.Close()
 		return Adopted{}, fmt.Errorf("backend socket: %w", err)
 	}
-	up, err1 := pipeOf(p[roleUp])
-	down, err2 := pipeOf(p[roleDown])
+	up, err1 := pipeOf(p[roleUp][0])
+	down, err2 := pipeOf(p[roleDown][0])
 	if err := errors.Join(err1, err2); err != nil {
 		c.Close()
 		b.Close()
 		up.close()
 		down.close()
 		return Adopted{}, err
+	}
+	if b.RemoteAddr() == nil || c.RemoteAddr() == nil { // reset while no process held it
+		c.Close()
+		b.Close()
+		up.close()
+		down.close()
+		return Adopted{}, errors.New("a socket without a peer")
 	}
 	to, _ := netip.ParseAddrPort(b.RemoteAddr().String())
 	return Adopted{ID: id, Backend: netip.AddrPortFrom(to.Addr().Unmap(), to.Port()), s: &spliced{c: c, b: b, up: up, down: down}}, nil
@@ -237,49 +284,35 @@ func tcpOf(f *os.File) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-// pipeOf is a pipe of copies of its two ends, told apart by their access
-// mode, non-blocking.
-func pipeOf(fs []*os.File) (kpipe, error) {
-	p := kpipe{-1, -1}
-	for _, f := range fs {
-		rc, err := f.SyscallConn()
-		if err != nil {
-			p.close()
-			return kpipe{-1, -1}, err
-		}
-		var fd int
-		var ferr error
-		rc.Control(func(raw uintptr) {
-			var fl int
-			if fl, ferr = unix.FcntlInt(raw, unix.F_GETFL, 0); ferr != nil {
-				return
-			}
-			if fd, ferr = unix.FcntlInt(raw, unix.F_DUPFD_CLOEXEC, 0); ferr != nil {
-				return
-			}
-			if ferr = unix.SetNonblock(fd, true); ferr != nil {
-				unix.Close(fd)
-				return
-			}
-			end := &p.r
-			if fl&unix.O_ACCMODE == unix.O_WRONLY {
-				end = &p.w
-			}
-			if fl&unix.O_ACCMODE == unix.O_RDWR || *end >= 0 {
-				unix.Close(fd)
-				ferr = errors.New("not the two ends of a pipe")
-				return
-			}
-			*end = fd
-		})
-		if ferr != nil {
-			p.close()
-			return kpipe{-1, -1}, fmt.Errorf("pipe: %w", ferr)
-		}
+// pipeOf is the read end of a predecessor's pipe (a copy of f,
+// non-blocking): what it holds goes first, then a pipe of our own.
+func pipeOf(f *os.File) (kpipe, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return kpipe{-1, -1}, err
 	}
-	if p.r < 0 || p.w < 0 {
+	p := kpipe{-1, -1}
+	var ferr error
+	if err := rc.Control(func(raw uintptr) {
+		var fl int
+		if fl, ferr = unix.FcntlInt(raw, unix.F_GETFL, 0); ferr != nil {
+			return
+		}
+		if fl&unix.O_ACCMODE != unix.O_RDONLY {
+			ferr = errors.New("not the read end of a pipe")
+			return
+		}
+		if p.r, ferr = unix.FcntlInt(raw, unix.F_DUPFD_CLOEXEC, 0); ferr != nil {
+			p.r = -1
+			return
+		}
+		ferr = unix.SetNonblock(p.r, true)
+	}); err != nil {
+		ferr = err
+	}
+	if ferr != nil {
 		p.close()
-		return kpipe{-1, -1}, errors.New("pipe: an end is missing")
+		return kpipe{-1, -1}, fmt.Errorf("pipe: %w", ferr)
 	}
 	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ type memStore struct {
 
 func newMemStore() *memStore { return &memStore{fds: map[string][]int{}} }
 
-func (m *memStore) Keep(name string, fds ...int) error {
+func (m *memStore) Keep(name string, _ bool, fds ...int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, fd := range fds {
@@ -147,10 +148,11 @@ func TestAdoptedConnectionLosesNoByte(t *testing.T) {
 	}
 	unix.Write(s.up.w, []byte("held up\n"))     // read from the client, not yet sent on
 	unix.Write(s.down.w, []byte("held down\n")) // read from the backend, not yet sent on
-	if _, err := newKeeper(st).keepAs("run1-1", s); err != nil {
+	if _, err := newKeeper(st).keep(s); err != nil {
 		t.Fatal(err)
 	}
-	s.close() // the process dies: the store's copies remain
+	s.detached.Store(true) // the process dies: nothing is shut down,
+	s.close()              // the store's copies remain (the pipes' read ends alone)
 
 	inherited := st.inherit(t)
 	inherited["foreign"] = nil
@@ -189,7 +191,7 @@ func TestAdoptionDropsWhatItCannotCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Keep(keptName("x-1", roleUp), p.r, p.w)
+	st.Keep(keptName("x-1", roleUp), false, p.r)
 	p.close()
 	as, errs := AdoptFiles(st.inherit(t), st)
 	if len(as) != 0 || len(errs) != 1 || st.names() != 0 {
@@ -205,7 +207,8 @@ func TestAdoptionDropsWhatItCannotCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newKeeper(st).keepAs("y-1", s)
+	newKeeper(st).keep(s)
+	s.detached.Store(true)
 	s.close()
 	as, errs = AdoptFiles(st.inherit(t), st)
 	if len(as) != 1 || len(errs) != 0 {
@@ -243,9 +246,10 @@ func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
 
 // FuzzParseKept: a name of the store is ours only as keptName writes it.
 func FuzzParseKept(f *testing.F) {
-	f.Add("spread.0a1b2c-7.c")
-	f.Add("spread..c")
-	f.Add("spread.a.b.u")
+	f.Add("s0a1b2c-7.c")
+	f.Add("s.c")
+	f.Add("sa.b.u")
+	f.Add("sa-b-c.d")
 	f.Add("other")
 	f.Fuzz(func(t *testing.T, name string) {
 		id, role, ok := parseKept(name)
@@ -255,9 +259,9 @@ func FuzzParseKept(f *testing.F) {
 	})
 }
 
-// The unit's drop-in lets systemd keep every connection the gate lets the
-// proxy carry: six descriptors each, sent on the notification socket (an
-// AF_UNIX socket, which the unit allows).
+// The unit's drop-in lets systemd keep MaxKept connections, four
+// descriptors each, sent on the notification socket (an AF_UNIX socket,
+// which the unit allows), and the next run receive them.
 func TestDropInStoresEveryCarriedConnection(t *testing.T) {
 	unit, err := os.ReadFile("../../systemd/novaedge-cpvip.service")
 	if err != nil {
@@ -271,8 +275,12 @@ func TestDropInStoresEveryCarriedConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"FileDescriptorStoreMax": fmt.Sprint(6 * MaxCarried),
+		"FileDescriptorStoreMax": fmt.Sprint(len(roles) * MaxKept),
 		"NotifyAccess":           "main",
+		"LimitNOFILE":            "16384:524288", // the soft limit holds what systemd passes, and more
+	}
+	if 16384 < len(roles)*MaxKept+1000 {
+		t.Errorf("LimitNOFILE's soft limit does not hold %d kept descriptors and the daemon's own", len(roles)*MaxKept)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(l, "=")
@@ -345,4 +353,21 @@ func TestDetachedConnectionIsAdoptedByTheNextRun(t *testing.T) {
 	if st.names() != 0 {
 		t.Errorf("%d names left after a stop", st.names())
 	}
+}
+
+// The names of MaxKept kept connections fit the one environment variable
+// systemd passes them in (LISTEN_FDNAMES; exec takes 128 KiB a string),
+// with a run id of the longest and sequence numbers past two trillion.
+func TestKeptNamesFitOneVariable(t *testing.T) {
+	run, seq := strconv.FormatUint(1<<32-1, 36), strconv.FormatUint(1<<41, 36)
+	n := len("LISTEN_FDNAMES=")
+	for range MaxKept {
+		for _, r := range roles {
+			n += len(keptName(run+"-"+seq, r)) + 1
+		}
+	}
+	if n > 128<<10 {
+		t.Errorf("LISTEN_FDNAMES of %d kept connections: %d bytes, more than 128 KiB", MaxKept, n)
+	}
+	t.Logf("%d bytes", n)
 }

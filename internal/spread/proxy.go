@@ -152,11 +152,13 @@ func (p *Proxy) closeAll(detach bool) {
 	defer p.mu.Unlock()
 	p.closing = true
 	left := map[net.Conn]bool{}
-	if detach && p.Keep != nil {
-		for s := range p.spliced {
+	for s := range p.spliced {
+		if detach && p.Keep != nil {
 			s.detach()
-			left[s.c], left[s.b] = true, true
+		} else {
+			s.cut()
 		}
+		left[s.c], left[s.b] = true, true
 	}
 	for c := range p.conns {
 		if !left[c] {
@@ -165,10 +167,14 @@ func (p *Proxy) closeAll(detach bool) {
 	}
 }
 
-// carrying registers s as carried in the kernel until the returned func.
+// carrying registers s as carried in the kernel until the returned func;
+// past a detaching end of Serve, s is detached at once.
 func (p *Proxy) carrying(s *spliced) (done func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closing && p.detach.Load() && p.Keep != nil {
+		s.detach()
+	}
 	if p.spliced == nil {
 		p.spliced = map[*spliced]struct{}{}
 	}
@@ -236,35 +242,38 @@ func (p *Proxy) carry(ctx context.Context, c net.Conn) (greeted bool) {
 			continue
 		}
 		p.Gate.Greeted()
-		done := p.Pool.Carried(i, func() { c.Close(); b.Close() })
-		p.carryOn(c, b)
-		done()
+		p.carryOn(i, c, b)
 		p.Pool.Closed(i)
 		return true
 	}
 }
 
-// carryOn copies between c and b until both are done: in the kernel,
-// through pipes of ours that, with both sockets, are kept beyond the
-// process when Keep is set (spliced); other connections by pipe.
-func (p *Proxy) carryOn(c, b net.Conn) {
+// carryOn copies between c and b, carried to backend i, until both are
+// done: in the kernel, through pipes of ours that, with both sockets, are
+// kept beyond the process when Keep is set (spliced); other connections
+// by pipe.
+func (p *Proxy) carryOn(i int, c, b net.Conn) {
 	tc, ok1 := c.(*net.TCPConn)
 	tb, ok2 := b.(*net.TCPConn)
-	if !ok1 || !ok2 {
+	var s *spliced
+	var err error
+	if ok1 && ok2 {
+		if s, err = newSpliced(tc, tb); err != nil {
+			p.Log.Warn("Cannot make the pipes of a carried connection: copying it without (a restart of ours will cut it)", "error", err)
+		}
+	}
+	if s == nil {
+		done := p.Pool.Carried(i, func() { c.Close(); b.Close() })
 		pipe(c, b)
+		done()
 		return
 	}
-	s, err := newSpliced(tc, tb)
-	if err != nil {
-		p.Log.Warn("Cannot make the pipes of a carried connection: copying it without (a restart of ours will cut it)", "error", err)
-		pipe(c, b)
-		return
-	}
+	defer p.Pool.Carried(i, s.cut)()
+	defer p.carrying(s)() // before it is kept: a detach from now on leaves it whole
 	forget, err := p.keeper().keep(s)
 	if err != nil && !p.keepFailed.Swap(true) { // once: a store that refuses one refuses the next
 		p.Log.Warn("Cannot keep a carried connection beyond the process: a restart of ours will cut it", "error", err)
 	}
-	defer p.carrying(s)()
 	if !s.run() {
 		forget()
 	}
@@ -276,9 +285,9 @@ func (p *Proxy) keeper() *keeper {
 }
 
 // Adopt carries on the connections a previous run carried, as Serve the
-// ones it accepts, until Serve's context ends. A connection to a backend
-// the pool no longer has is closed.
-func (p *Proxy) Adopt(as []Adopted) {
+// ones it accepts, until Serve's context ends, and says how many. A
+// connection to a backend the pool no longer has is closed.
+func (p *Proxy) Adopt(as []Adopted) (carried int) {
 	for _, a := range as {
 		i, ok := p.Pool.index(a.Backend)
 		if !ok {
@@ -287,22 +296,26 @@ func (p *Proxy) Adopt(as []Adopted) {
 			p.keeper().forgetter(a.ID)()
 			continue
 		}
+		p.keeper().adopted()
+		forget := p.keeper().forgetter(a.ID)
 		if !p.track(a.s.c) {
 			a.Close()
+			forget()
 			continue
 		}
 		p.trackBackend(a.s.b)
+		stop := p.carrying(a.s)
 		p.Pool.Adopted(i)
 		p.Gate.Enter()
 		p.Gate.Greeted()
+		carried++
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(a.s.c)
 			defer p.untrack(a.s.b)
-			done := p.Pool.Carried(i, a.Close)
-			stop := p.carrying(a.s)
+			done := p.Pool.Carried(i, a.s.cut)
 			if !a.s.run() {
-				p.keeper().forgetter(a.ID)()
+				forget()
 			}
 			stop()
 			done()
@@ -310,6 +323,7 @@ func (p *Proxy) Adopt(as []Adopted) {
 			p.Gate.Leave(false)
 		}()
 	}
+	return carried
 }
 
 // dial connects to backend be within ConnectTimeout, LastConnectTimeout

@@ -13,9 +13,10 @@ import (
 
 // spliced is a carried connection copied in the kernel: the client's and
 // the backend's sockets, and a pipe each way holding what was read from
-// one and not yet written to the other. The four are all its state: a
-// process that adopts them (after a restart or a SIGKILL of ours, from
-// systemd's descriptor store) carries on without losing a byte.
+// one and not yet written to the other. The sockets and the pipes' read
+// ends are all its state: a process that adopts them (after a restart or
+// a SIGKILL of ours, from systemd's descriptor store) carries on without
+// losing a byte.
 type spliced struct {
 	c, b     *net.TCPConn
 	up, down kpipe // client to backend, backend to client
@@ -23,7 +24,8 @@ type spliced struct {
 	detached atomic.Bool // left to a successor: stop copying, cut nothing
 }
 
-// kpipe is a kernel pipe, both ends non-blocking.
+// kpipe is a kernel pipe, both ends non-blocking; an adopted one has only
+// its read end (w < 0): drained, it is replaced by a pipe of our own.
 type kpipe struct{ r, w int }
 
 func newKpipe() (kpipe, error) {
@@ -68,8 +70,8 @@ func newSpliced(c, b *net.TCPConn) (*spliced, error) {
 // connection was detached (left to a successor, cut nowhere).
 func (s *spliced) run() (detached bool) {
 	done := make(chan struct{})
-	go func() { s.copy(s.b, s.c, s.up); close(done) }()
-	s.copy(s.c, s.b, s.down)
+	go func() { s.copy(s.b, s.c, &s.up); close(done) }()
+	s.copy(s.c, s.b, &s.down)
 	<-done
 	s.close()
 	return s.detached.Load()
@@ -85,9 +87,15 @@ func (s *spliced) detach() {
 	s.b.SetDeadline(past)
 }
 
-// close closes both connections and the pipes, once.
+// close closes both connections and the pipes, once. Not detached, both
+// connections are shut down first: the store's copies of their sockets
+// would otherwise keep them open until it forgets them.
 func (s *spliced) close() {
 	s.once.Do(func() {
+		if !s.detached.Load() {
+			shutdown(s.c)
+			shutdown(s.b)
+		}
 		s.c.Close()
 		s.b.Close()
 		s.up.close()
@@ -95,7 +103,23 @@ func (s *spliced) close() {
 	})
 }
 
-func (s *spliced) copy(dst, src *net.TCPConn, p kpipe) {
+// cut ends the connection, both sides, as a backend gone down does: its
+// copies stop, run closes the rest.
+func (s *spliced) cut() {
+	shutdown(s.c)
+	shutdown(s.b)
+	s.c.Close()
+	s.b.Close()
+}
+
+// shutdown ends c both ways, whoever else holds its socket.
+func shutdown(c *net.TCPConn) {
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+	}
+}
+
+func (s *spliced) copy(dst, src *net.TCPConn, p *kpipe) {
 	err := splice(dst, src, p)
 	switch {
 	case s.detached.Load():
@@ -103,6 +127,8 @@ func (s *spliced) copy(dst, src *net.TCPConn, p kpipe) {
 	case err == nil:
 		dst.CloseWrite()
 	default:
+		shutdown(dst)
+		shutdown(src)
 		dst.Close()
 		src.Close()
 	}
@@ -115,7 +141,8 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 // splice moves src's bytes to dst through p until src ends (nil) or
 // fails. What p holds when it starts (a predecessor's bytes) goes first;
 // p is emptied before src is read again, so a read never finds it full.
-func splice(dst, src *net.TCPConn, p kpipe) error {
+// An adopted pipe (no write end) is replaced by a new one once drained.
+func splice(dst, src *net.TCPConn, p *kpipe) error {
 	rc, err := src.SyscallConn()
 	if err != nil {
 		return err
@@ -124,14 +151,11 @@ func splice(dst, src *net.TCPConn, p kpipe) error {
 	if err != nil {
 		return err
 	}
-	size, err := p.size()
-	if err != nil {
-		return fmt.Errorf("pipe size: %w", err)
-	}
 	held, err := p.held()
 	if err != nil {
 		return fmt.Errorf("pipe contents: %w", err)
 	}
+	size := 0
 	for {
 		for held > 0 {
 			var n int64
@@ -145,7 +169,23 @@ func splice(dst, src *net.TCPConn, p kpipe) error {
 			if serr != nil {
 				return serr
 			}
+			if n == 0 {
+				return errors.New("a pipe emptied under us")
+			}
 			held -= int(n)
+		}
+		if p.w < 0 { // a predecessor's, drained: ours from now on
+			np, err := newKpipe()
+			if err != nil {
+				return err
+			}
+			p.close()
+			*p = np
+		}
+		if size == 0 {
+			if size, err = p.size(); err != nil {
+				return fmt.Errorf("pipe size: %w", err)
+			}
 		}
 		var n int64
 		var serr error

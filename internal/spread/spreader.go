@@ -193,8 +193,8 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 			p := &Proxy{Pool: s.pool, Log: s.log, Gate: &s.gate, Keep: s.cfg.Keep}
 			proxies = append(proxies, p)
 			if len(adopt) > 0 {
-				p.Adopt(adopt)
-				s.log.Info("Adopted the connections a previous run carried", "count", len(adopt))
+				n := p.Adopt(adopt)
+				s.log.Info("Adopted the connections a previous run carried", "count", n, "closed", len(adopt)-n)
 				adopt = nil
 			}
 			wg.Add(1)

@@ -318,6 +318,19 @@ func TestKubeadmSystemdL2(t *testing.T) {
 			k.failed.errorf(t, "systemctl restart cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the next run adopts them", n, longLivedConns, err)
 		}
 	})
+	k.run(t, "apt install (upgrade) novaedge-cpvip", func(t *testing.T) {
+		h := k.waitHolder(t, time.Minute)
+		// The postinst's try-restart is a queued restart: as above.
+		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
+		upgraded := time.Now()
+		k.event(t, probe, hm, "apt install of the newer package on the holder",
+			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: restartWhy + " (the postinst's try-restart); spreading is on: " + spreadKillWhy},
+			func() { k.svc.upgrade(t, h) }, steady(h))
+		k.svc.waitJournal(t, h, upgraded, 10*time.Second, "Adopted the connections a previous run carried")
+		if n, err := watches.cut(); n > 0 {
+			k.failed.errorf(t, "the upgrade cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the new build adopts them", n, longLivedConns, err)
+		}
+	})
 	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	t.Logf("FIGURE kubeadm systemd L2 whole test: two holders %s in all, %s at most at a time",
 		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))

@@ -16,9 +16,9 @@ var comparison = []struct{ row, what, evidence string }{
 	{"kubeadm, certs renew + restart of the holder's apiserver (no shutdown delay), L2 defaults: failed requests",
 		"kubeadm: the holder's apiserver restarted (certs renew): failed requests", "docs/benchmarks.md#kubeadm"},
 	{"real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage",
-		"the holder's apiserver SIGKILLed: outage", "docs/benchmarks.md"},
+		"the holder's apiserver SIGKILLed (real apiservers, no kubelet): outage", "docs/benchmarks.md#r-real-sigkill"},
 	{"L2, holder's link cut, advert 100 ms: client-seen outage",
-		"the holder's link cut (100 ms adverts): outage", "docs/vrrp.md#failover-figures"},
+		"the holder's link cut (100 ms adverts, not the default): outage", "docs/vrrp.md#failover-figures"},
 	{"idle RSS, one VIP held, L2",
 		"memory of an idle holder", "docs/benchmarks.md#idle-cost"},
 }
