@@ -60,6 +60,7 @@ lint:
 	cd test/realcp && $(GO) vet ./cmd/kclient
 	cd test/tools/nfdelay && $(GO) vet .
 	$(GO) test -count=1 -run 'TestLinks|TestHeadings' ./internal/docgen
+	$(GO) test -count=1 -run 'TestReferenceDoc|TestMetricsReference|TestLogReference|TestCLIReference|TestPortsReference|TestSandboxReference|TestAlertTable|TestMigrationDoc' ./internal/config ./internal/status ./internal/docgen ./cmd/novaedge-cpvip ./manifests ./internal/kubevip
 	$(GO) test -count=1 -run 'TestResultsTableIsGenerated|TestGoalsTableIsGenerated|TestReadmeComparison|TestDocFigures|TestNoLooseFigures|TestDocDefaults|TestReadmeFrontPage|TestNoIssueNumbers' ./test/tools/benchtable
 
 unit:
