@@ -35,7 +35,7 @@ func TestReadmeComparison(t *testing.T) {
 		byName[r.Name] = r
 	}
 	var b strings.Builder
-	b.WriteString("| median of the bench's trials | novaedge-cpvip | keepalived | evidence |\n|---|---|---|---|\n")
+	b.WriteString("| median of the bench's trials | novaedge-cpvip | keepalived (kubeadm HA guide) | evidence |\n|---|---|---|---|\n")
 	for _, c := range comparison {
 		r, ok := byName[c.row]
 		if !ok {
