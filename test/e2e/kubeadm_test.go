@@ -298,10 +298,10 @@ func TestKubeadmSystemdL2(t *testing.T) {
 			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second,
 				why: "the kernel keeps the VIP while our daemon is dead and the restarted daemon resumes as master (docs/vrrp.md#resuming-after-a-kill); spreading is on: " + spreadKillWhy + "; watched 5 s"},
 			func() { k.svc.killHard(t, h) }, steady(h))
-		k.svc.waitJournal(t, h, killed, 10*time.Second, "Adopted the connections a previous run carried")
-		if n, err := watches.cut(); n > 0 {
+		if n, err := watches.cut(t); n > 0 {
 			k.failed.errorf(t, "our SIGKILL cut %d of %d long-lived connections through the VIP (%v): the restarted daemon adopts what systemd's descriptor store kept", n, longLivedConns, err)
 		}
+		k.svc.waitJournal(t, h, killed, 10*time.Second, "Adopted the connections a previous run carried")
 	})
 	k.run(t, "systemctl restart novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
@@ -313,10 +313,10 @@ func TestKubeadmSystemdL2(t *testing.T) {
 		k.event(t, probe, hm, "systemctl restart novaedge-cpvip on the holder",
 			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: restartWhy + "; spreading is on: " + spreadKillWhy},
 			func() { k.svc.sh(t, h, "systemctl restart novaedge-cpvip") }, steady(h))
-		k.svc.waitJournal(t, h, restarted, 10*time.Second, "Adopted the connections a previous run carried")
-		if n, err := watches.cut(); n > 0 {
+		if n, err := watches.cut(t); n > 0 {
 			k.failed.errorf(t, "systemctl restart cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the next run adopts them", n, longLivedConns, err)
 		}
+		k.svc.waitJournal(t, h, restarted, 10*time.Second, "Adopted the connections a previous run carried")
 	})
 	k.run(t, "apt install (upgrade) novaedge-cpvip", func(t *testing.T) {
 		h := k.waitHolder(t, time.Minute)
@@ -326,10 +326,10 @@ func TestKubeadmSystemdL2(t *testing.T) {
 		k.event(t, probe, hm, "apt install of the newer package on the holder",
 			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: restartWhy + " (the postinst's try-restart); spreading is on: " + spreadKillWhy},
 			func() { k.svc.upgrade(t, h) }, steady(h))
-		k.svc.waitJournal(t, h, upgraded, 10*time.Second, "Adopted the connections a previous run carried")
-		if n, err := watches.cut(); n > 0 {
+		if n, err := watches.cut(t); n > 0 {
 			k.failed.errorf(t, "the upgrade cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the new build adopts them", n, longLivedConns, err)
 		}
+		k.svc.waitJournal(t, h, upgraded, 10*time.Second, "Adopted the connections a previous run carried")
 	})
 	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	t.Logf("FIGURE kubeadm systemd L2 whole test: two holders %s in all, %s at most at a time",

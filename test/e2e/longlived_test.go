@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ const longLivedConns = 30
 type longLived struct {
 	conns []*tls.Conn
 	rs    []*bufio.Reader
+	took  []time.Duration // the last round's answers
 }
 
 // openLongLived opens n connections from h to addr (VIP:6443), each
@@ -45,11 +47,31 @@ func openLongLived(t testing.TB, h *lab.Host, addr string, n int) *longLived {
 			t.Fatalf("the first request of a long-lived connection to %s: %v", addr, err)
 		}
 	}
+	// Their second requests: the latency a step is compared with (the
+	// first one's includes the TLS handshake).
+	l.took = nil
+	for i := range l.conns {
+		if err := l.ask(i); err != nil {
+			t.Fatalf("the second request of a long-lived connection to %s: %v", addr, err)
+		}
+	}
 	return l
+}
+
+// median is the median answer time of the last round.
+func (l *longLived) median() time.Duration {
+	if len(l.took) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.took)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // ask sends GET /livez on connection i and reads the answer.
 func (l *longLived) ask(i int) error {
+	start := time.Now()
+	defer func() { l.took = append(l.took, time.Since(start)) }()
 	c := l.conns[i]
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	defer c.SetDeadline(time.Time{})
@@ -71,8 +93,15 @@ func (l *longLived) ask(i int) error {
 }
 
 // cut asks again on every connection and says how many failed (with the
-// first error): the connections a step cut.
-func (l *longLived) cut() (n int, first error) {
+// first error): the connections a step cut. The answers' median time
+// before and now is logged (an adopted connection answers as fast).
+func (l *longLived) cut(t testing.TB) (n int, first error) {
+	t.Helper()
+	before := l.median()
+	l.took = nil
+	defer func() {
+		t.Logf("long-lived connections: %d of %d cut; answers' median %s before, %s after", n, len(l.conns), before.Round(10*time.Microsecond), l.median().Round(10*time.Microsecond))
+	}()
 	for i := range l.conns {
 		if err := l.ask(i); err != nil {
 			n++

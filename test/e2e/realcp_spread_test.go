@@ -292,7 +292,7 @@ func TestRealSpread(t *testing.T) {
 	if hs, _ := c.holders(vip4); len(hs) != 1 || hs[0] != holder {
 		t.Errorf("holders %v after our daemon's restart, want %s to have kept the VIP", c.names(hs), c.nodes[holder].Name)
 	}
-	n, err := watches.cut()
+	n, err := watches.cut(t)
 	t.Logf("spread: our SIGKILL outside systemd cut %d of %d long-lived connections through the VIP (%v)", n, longLivedConns, err)
 	if n != longLivedConns {
 		t.Errorf("our SIGKILL outside systemd cut %d of %d long-lived connections, want all: docs/architecture.md says a static pod's carried connections end with the process; if they no longer do, say so there", n, longLivedConns)
