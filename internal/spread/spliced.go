@@ -158,16 +158,9 @@ func splice(dst, src *net.TCPConn, p *kpipe) error {
 	size := 0
 	for {
 		for held > 0 {
-			var n int64
-			var serr error
-			if err := wc.Write(func(fd uintptr) bool {
-				n, serr = unix.Splice(p.r, nil, int(fd), nil, held, spliceFlags)
-				return !errors.Is(serr, unix.EAGAIN)
-			}); err != nil {
+			n, err := spliceOn(wc.Write, func(fd int) (int64, error) { return unix.Splice(p.r, nil, fd, nil, held, spliceFlags) })
+			if err != nil {
 				return err
-			}
-			if serr != nil {
-				return serr
 			}
 			if n == 0 {
 				return errors.New("a pipe emptied under us")
@@ -187,20 +180,28 @@ func splice(dst, src *net.TCPConn, p *kpipe) error {
 				return fmt.Errorf("pipe size: %w", err)
 			}
 		}
-		var n int64
-		var serr error
-		if err := rc.Read(func(fd uintptr) bool {
-			n, serr = unix.Splice(int(fd), nil, p.w, nil, size, spliceFlags)
-			return !errors.Is(serr, unix.EAGAIN)
-		}); err != nil {
+		n, err := spliceOn(rc.Read, func(fd int) (int64, error) { return unix.Splice(fd, nil, p.w, nil, size, spliceFlags) })
+		if err != nil {
 			return err
-		}
-		if serr != nil {
-			return serr
 		}
 		if n == 0 {
 			return nil // the end of src
 		}
 		held = int(n)
 	}
+}
+
+// spliceOn makes one splice(2) call with a socket's descriptor once the
+// runtime's poller finds the socket ready: wait is its RawConn's Read (the
+// socket is spliced from) or Write (to); the call itself never blocks.
+func spliceOn(wait func(func(uintptr) bool) error, call func(fd int) (int64, error)) (int64, error) {
+	var n int64
+	var serr error
+	if err := wait(func(fd uintptr) bool {
+		n, serr = call(int(fd))
+		return !errors.Is(serr, unix.EAGAIN)
+	}); err != nil {
+		return 0, err
+	}
+	return n, serr
 }

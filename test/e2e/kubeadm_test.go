@@ -288,52 +288,41 @@ func TestKubeadmSystemdL2(t *testing.T) {
 	steady := k.steady(t)
 	k.run(t, "kubeadm upgrade apply to the same version", func(t *testing.T) { k.upgradeApply(t, probe, hm, steady) })
 	k.run(t, "systemctl restart kubelet", func(t *testing.T) { k.restartKubelet(t, probe, hm, steady) })
+	// Our own restarts under systemd, with the watches the proxy carries:
+	// kept in systemd's descriptor store and adopted by the next run.
 	k.run(t, "systemctl kill -s KILL novaedge-cpvip", func(t *testing.T) {
-		h := k.waitHolder(t, time.Minute)
-		// The watches the proxy carries are kept in systemd's descriptor
-		// store and adopted by the restarted daemon: none is cut.
-		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
-		killed := time.Now()
-		k.event(t, probe, hm, "our service SIGKILLed on the holder, restarted by systemd",
-			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second,
-				why: "the kernel keeps the VIP while our daemon is dead and the restarted daemon resumes as master (docs/vrrp.md#resuming-after-a-kill); spreading is on: " + spreadKillWhy + "; watched 5 s"},
-			func() { k.svc.killHard(t, h) }, steady(h))
-		if n, err := watches.cut(t); n > 0 {
-			k.failed.errorf(t, "our SIGKILL cut %d of %d long-lived connections through the VIP (%v): the restarted daemon adopts what systemd's descriptor store kept", n, longLivedConns, err)
-		}
-		k.svc.waitJournal(t, h, killed, 10*time.Second, "Adopted the connections a previous run carried")
+		k.keptAcross(t, probe, hm, steady, "our service SIGKILLed on the holder, restarted by systemd",
+			"the kernel keeps the VIP while our daemon is dead and the restarted daemon resumes as master (docs/vrrp.md#resuming-after-a-kill)",
+			func(h int) { k.svc.killHard(t, h) })
 	})
 	k.run(t, "systemctl restart novaedge-cpvip", func(t *testing.T) {
-		h := k.waitHolder(t, time.Minute)
-		// A queued restart leaves the VIP bound and the carried
-		// connections with systemd, detached where they stood: the next
-		// run resumes both.
-		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
-		restarted := time.Now()
-		k.event(t, probe, hm, "systemctl restart novaedge-cpvip on the holder",
-			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: restartWhy + "; spreading is on: " + spreadKillWhy},
-			func() { k.svc.sh(t, h, "systemctl restart novaedge-cpvip") }, steady(h))
-		if n, err := watches.cut(t); n > 0 {
-			k.failed.errorf(t, "systemctl restart cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the next run adopts them", n, longLivedConns, err)
-		}
-		k.svc.waitJournal(t, h, restarted, 10*time.Second, "Adopted the connections a previous run carried")
+		k.keptAcross(t, probe, hm, steady, "systemctl restart novaedge-cpvip on the holder", restartWhy,
+			func(h int) { k.svc.sh(t, h, "systemctl restart novaedge-cpvip") })
 	})
 	k.run(t, "apt install (upgrade) novaedge-cpvip", func(t *testing.T) {
-		h := k.waitHolder(t, time.Minute)
-		// The postinst's try-restart is a queued restart: as above.
-		watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
-		upgraded := time.Now()
-		k.event(t, probe, hm, "apt install of the newer package on the holder",
-			cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: restartWhy + " (the postinst's try-restart); spreading is on: " + spreadKillWhy},
-			func() { k.svc.upgrade(t, h) }, steady(h))
-		if n, err := watches.cut(t); n > 0 {
-			k.failed.errorf(t, "the upgrade cut %d of %d long-lived connections through the VIP (%v): the restart leaves them with systemd and the new build adopts them", n, longLivedConns, err)
-		}
-		k.svc.waitJournal(t, h, upgraded, 10*time.Second, "Adopted the connections a previous run carried")
+		k.keptAcross(t, probe, hm, steady, "apt install of the newer package on the holder", restartWhy+" (the postinst's try-restart)",
+			func(h int) { k.svc.upgrade(t, h) })
 	})
 	k.run(t, "holder powered off and on", func(t *testing.T) { k.powerCycle(t, probe, hm, steady) })
 	t.Logf("FIGURE kubeadm systemd L2 whole test: two holders %s in all, %s at most at a time",
 		hm.double(vip4, time.Time{}, time.Now()).Round(time.Millisecond), hm.longest(vip4).Round(time.Millisecond))
+}
+
+// keptAcross is one of our own restarts (do, on the holder) under systemd
+// with spreading on: 30 long-lived connections through the VIP are all
+// answered after it, the VIP never leaves the holder, new requests cost at
+// most spreadKillCost, and the new run logs the adoption.
+func (k *kubeLab) keptAcross(t *testing.T, probe *lab.Process, hm *holderMonitor, steady func(int) func() error, name, why string, do func(h int)) {
+	t.Helper()
+	h := k.waitHolder(t, time.Minute)
+	watches := openLongLived(t, k.client, netip.AddrPortFrom(vip4.Addr(), 6443).String(), longLivedConns)
+	at := time.Now()
+	k.event(t, probe, hm, name, cost{failed: spreadKillCost, keep: h + 1, window: 5 * time.Second, why: why + "; spreading is on: " + spreadKillWhy},
+		func() { do(h) }, steady(h))
+	if n, err := watches.cut(t); n > 0 {
+		k.failed.errorf(t, "%s: %d of %d long-lived connections through the VIP cut (%v): the next run adopts what systemd's descriptor store kept", name, n, longLivedConns, err)
+	}
+	k.svc.waitJournal(t, h, at, 10*time.Second, "Adopted the connections a previous run carried")
 }
 
 // all is a condition that holds when each of conds does, asked in order
