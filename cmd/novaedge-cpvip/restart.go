@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/sdjob"
 )
 
@@ -36,6 +38,43 @@ type stopper struct {
 // restartInPlace is what a queued restart ends: set once the run is up.
 type restartInPlace struct {
 	detach func() // leave the carried connections to the next run, and return once done
+	// same says whether the next run will hold the same VIP in the same
+	// group (the env file read again: the same address, interface, VRID,
+	// mode and peers), and if not, why: a restart that changes them, or
+	// whose file the next run would refuse, hands the VIP over instead.
+	same func() (bool, string)
+}
+
+// identity are the settings a restart in place must leave as they are:
+// the next run resumes only the VIP it finds bound, in its own group.
+var identity = map[string]bool{
+	"NOVAEDGE_CP_VIP_ADDRESS": true, "NOVAEDGE_CP_VIP_INTERFACE": true, "NOVAEDGE_CP_VIP_VRID": true,
+	"NOVAEDGE_CP_VIP_MODE": true, "NOVAEDGE_CP_VIP_PEERS": true,
+}
+
+// sameGroup compares the running configuration with the env file as the
+// next run will read it.
+func sameGroup(running *config.Config, r *config.Reloader) func() (bool, string) {
+	return func() (bool, string) {
+		if !r.HasFile() {
+			return true, ""
+		}
+		next, err := r.Load()
+		if err != nil {
+			return false, "the next run would refuse the env file: " + err.Error()
+		}
+		_, restart := config.Changes(running, next)
+		var changed []string
+		for _, v := range restart {
+			if identity[v] {
+				changed = append(changed, v)
+			}
+		}
+		if len(changed) > 0 {
+			return false, "the env file changes " + strings.Join(changed, ", ")
+		}
+		return true, ""
+	}
 }
 
 // newStopper starts watching the signals; cancel ends the run on a stop.
@@ -57,6 +96,10 @@ func (s *stopper) wait(sigs chan os.Signal) {
 		case err != nil:
 			s.log.Warn("Cannot tell a restart from a stop: stopping (the VIP is handed over)", "error", err)
 		case queued:
+			if same, why := r.same(); !same {
+				s.log.Info("Restarting with another VIP or group: handing the VIP over", "unit", unit, "reason", why)
+				break
+			}
 			s.log.Info("Restarting: the VIP stays bound for the next run, the connections spreading carries stay with systemd", "unit", unit)
 			r.detach()
 			os.Exit(exitOK)

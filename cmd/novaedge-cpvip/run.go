@@ -101,7 +101,7 @@ func run(args []string, stderr io.Writer) int {
 		close(spreadDone)
 	}
 	if cfg.Mode == config.ModeL2 && l2.BackupsWait(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck) {
-		stopper.restart.Store(&restartInPlace{detach: func() {
+		stopper.restart.Store(&restartInPlace{same: sameGroup(cfg, reloader), detach: func() {
 			if d.spread != nil {
 				d.spread.Detach()
 				stopSpread()
