@@ -315,6 +315,15 @@ func boundTimes(procs []*lab.Process, vip netip.Prefix, from, to time.Time) []ti
 	return out
 }
 
+// moveList is the moves' times after from, for a log line.
+func moveList(moves []time.Time, from time.Time) string {
+	var out []string
+	for _, m := range moves {
+		out = append(out, "+"+m.Sub(from).Round(time.Millisecond).String())
+	}
+	return strings.Join(out, " ")
+}
+
 // failedAwayFrom counts the requests sent in [from, to) that failed with
 // no move within moveReach before their end or 100 ms after.
 func failedAwayFrom(ss []lab.Sample, moves []time.Time, from, to time.Time) int {

@@ -35,6 +35,7 @@ var rowIDs = map[string]string{
 	"real-sigkill-restarted":    "real control plane, holder's apiserver SIGKILLed, restarted 1 s later, L2 defaults: client outage",
 	"real-sigterm":              "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage",
 	"real-etcd-stopped":         "real control plane, holder's etcd stopped (its apiserver hangs), L2 defaults: VIP moved",
+	"real-rolling-away":         "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), L2 defaults: failed requests away from a VIP move",
 	"real-rolling-bgp":          "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), BGP + BFD 300 ms x 3: failed requests",
 	"real-rolling":              "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), L2 defaults: failed requests",
 	"spread-kept-latency":       "real control plane, spreading on: GET through the VIP on a kept connection: latency",
