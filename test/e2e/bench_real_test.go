@@ -121,10 +121,10 @@ func BenchmarkRealControlPlane(b *testing.B) {
 	const (
 		rowRolling     = "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), L2 defaults: failed requests"
 		rowRollingAway = "real control plane, rolling restart of 3 apiservers (SIGTERM, shutdown delay 2 s), L2 defaults: failed requests away from a VIP move"
-		rowKill    = "real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage"
-		rowKill1s  = "real control plane, holder's apiserver SIGKILLed, restarted 1 s later, L2 defaults: client outage"
-		rowTerm0   = "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage"
-		rowEtcd    = "real control plane, holder's etcd stopped (its apiserver hangs), L2 defaults: VIP moved"
+		rowKill        = "real control plane, holder's apiserver SIGKILLed, L2 defaults: client outage"
+		rowKill1s      = "real control plane, holder's apiserver SIGKILLed, restarted 1 s later, L2 defaults: client outage"
+		rowTerm0       = "real control plane, holder's apiserver SIGTERM without shutdown delay, L2 defaults: client outage"
+		rowEtcd        = "real control plane, holder's etcd stopped (its apiserver hangs), L2 defaults: VIP moved"
 	)
 	b.ResetTimer()
 	for range b.N {
