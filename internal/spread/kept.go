@@ -150,11 +150,19 @@ func (k *keeper) forgetter(id string) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			for _, r := range roles {
-				k.k.Forget(keptName(id, r))
-			}
+			forget(k.k, id)
 			k.count.Add(-1)
 		})
+	}
+}
+
+// forget removes every name of the connection id from k (if not nil).
+func forget(k Keeper, id string) {
+	if k == nil {
+		return
+	}
+	for _, r := range roles {
+		k.Forget(keptName(id, r))
 	}
 }
 
@@ -185,10 +193,9 @@ func (a Adopted) Close() { a.s.close() }
 // Drop closes adopted connections that are not carried on and removes
 // them from k (if not nil).
 func Drop(as []Adopted, k Keeper) {
-	kp := newKeeper(k)
 	for _, a := range as {
 		a.Close()
-		kp.forgetter(a.ID)()
+		forget(k, a.ID)
 	}
 }
 
@@ -214,11 +221,7 @@ func AdoptFiles(inherited map[string][]*os.File, k Keeper) (adopted []Adopted, e
 		a, err := adoptOne(id, p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("carried connection %s: %w", id, err))
-			if k != nil {
-				for _, r := range roles {
-					k.Forget(keptName(id, r))
-				}
-			}
+			forget(k, id)
 			continue
 		}
 		adopted = append(adopted, a)

@@ -2,6 +2,7 @@ package spread
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -370,4 +371,30 @@ func TestKeptNamesFitOneVariable(t *testing.T) {
 		t.Errorf("LISTEN_FDNAMES of %d kept connections: %d bytes, more than 128 KiB", MaxKept, n)
 	}
 	t.Logf("%d bytes", n)
+}
+
+// Past MaxKept connections a new one is carried but not kept: the store
+// refuses nothing, the keeper does, and says so; one ending makes room.
+func TestKeeperKeepsMaxKeptAtMost(t *testing.T) {
+	st := newMemStore()
+	defer st.close()
+	k := newKeeper(st)
+	k.count.Store(MaxKept - 1)
+	c1, b1 := tcpPair(t)
+	s, err := newSpliced(c1, b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	forget, err := k.keep(s)
+	if err != nil || st.names() != 4 {
+		t.Fatalf("the %dth connection: %v, %d names kept", MaxKept, err, st.names())
+	}
+	if _, err := k.keep(s); !errors.Is(err, errFull) || st.names() != 4 {
+		t.Fatalf("past MaxKept: %v, %d names kept; want errFull and nothing more", err, st.names())
+	}
+	forget()
+	if _, err := k.keep(s); err != nil {
+		t.Errorf("after one was forgotten: %v", err)
+	}
 }
