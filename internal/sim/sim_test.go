@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
 	"hash/fnv"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +19,7 @@ var (
 	budget    = flag.Duration("sim.budget", 0, "run schedules for this long instead of -sim.seeds")
 	oneSeed   = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
 	collect   = flag.Bool("sim.collect", false, "run every schedule and list the invariants broken, with their seeds, instead of stopping at the first")
+	print     = flag.String("sim.fingerprint", "", "write each schedule's seed and the hash of its trace to this file, and log one hash of them all: a change that only restructures the product's code leaves them as they were")
 )
 
 // TestSimulation runs seeded schedules and fails on the first invariant
@@ -34,12 +38,16 @@ func TestSimulation(t *testing.T) {
 	var runs, events, expected int
 	broken := map[string][]uint64{}
 	var virtual time.Duration
+	var fingerprint bytes.Buffer
 	for seed := *firstSeed; ; seed++ {
 		if *budget > 0 && time.Since(start) > *budget || *budget == 0 && runs >= *seeds {
 			break
 		}
 		r := Run(seed, nil)
 		runs, events, virtual, expected = runs+1, events+r.Events, virtual+r.Virtual, expected+r.Expected
+		if *print != "" {
+			fmt.Fprintf(&fingerprint, "%d %x\n", seed, hash(r))
+		}
 		if r.Failure != nil && *collect {
 			broken[r.Failure.Invariant] = append(broken[r.Failure.Invariant], seed)
 			continue
@@ -54,6 +62,12 @@ func TestSimulation(t *testing.T) {
 			Shrink(Run(seeds[0], nil)).Report(40))
 	}
 	el := time.Since(start)
+	if *print != "" {
+		if err := os.WriteFile(*print, fingerprint.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("FINGERPRINT %x of seeds %d-%d", fnv64(fingerprint.Bytes()), *firstSeed, *firstSeed+uint64(runs)-1)
+	}
 	t.Logf("SIM %d schedules in %v: %.0f schedules/s, %.0f events/s, %.0fx real time (%v virtual), %d promises of a fault alone checked",
 		runs, el.Round(time.Millisecond), float64(runs)/el.Seconds(), float64(events)/el.Seconds(),
 		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second), expected)
@@ -69,9 +83,11 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func hash(r Result) uint64 {
+func hash(r Result) uint64 { return fnv64([]byte(strings.Join(r.trace.trace, "\n"))) }
+
+func fnv64(b []byte) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(strings.Join(r.trace.trace, "\n")))
+	h.Write(b)
 	return h.Sum64()
 }
 

@@ -89,28 +89,22 @@ type Machine struct {
 	masterAdverInt time.Duration
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
-	masterPriority uint8     // priority of the last advertisement a backup heard from its master
-	lastAnswer     time.Time // a master's last answer to a weaker master
-	candidate      bool      // SetCandidate's last word; state Fault ignores it until carrier returns
-	// masterUntil: in Fault entered as master, the moment a backup's
-	// Master_Down_Timer can first fire (3 x our interval after the last
-	// advertisement it heard, which may be the one before our last).
-	// Carrier back before it, no backup has taken over.
+	masterPriority uint8 // priority of the last advertisement a backup heard from its master
+	candidate      bool  // SetCandidate's last word; state Fault ignores it until carrier returns
+	took           Cause // why we last became master (NoTakeover: not by a takeover)
+
+	// What a state remembers beyond the RFC's timers, meaningful in that
+	// state only:
+	//
+	// Backup: how it stands in replacing its master (takeover.go).
+	wait backupWait
+	// Fault entered as master: the moment a backup's Master_Down_Timer can
+	// first fire (3 x our interval after the last advertisement it heard,
+	// which may be the one before our last). Carrier back before it, no
+	// backup has taken over.
 	masterUntil time.Time
-	// A backup whose master is silent asks, before its Master_Down_Timer
-	// fires, whether the master's host still answers for the VIPs (waitFor):
-	// silentSince is the master's last advertisement (or when we became a
-	// backup), askAt when to ask next (zero: not to), asked when we asked
-	// and no answer came yet, waiting whether an answer has put the timer
-	// off in this silence (Served).
-	silentSince, askAt, asked time.Time
-	waiting                   bool
-	// soon: why takeOverSoon brought the Master_Down_Timer forward (the
-	// reason of the takeover); empty while the timer runs its full length.
-	// soonLive: from a live master (TookFromLive), not one that resigned.
-	soon     string
-	soonLive bool
-	tookLive bool // the latest takeover was from a live master
+	// Master: our last answer to a weaker master.
+	lastAnswer time.Time
 }
 
 // NewMachine returns a machine in Initialize.
@@ -133,8 +127,8 @@ func (m *Machine) Master() netip.Addr { return m.master }
 
 // Deadline returns when Timeout is due; the zero time means no timer runs.
 func (m *Machine) Deadline() time.Time {
-	if m.state == Backup && !m.askAt.IsZero() && m.askAt.Before(m.deadline) {
-		return m.askAt
+	if at := m.wait.askDue(); m.state == Backup && !at.IsZero() && at.Before(m.deadline) {
+		return at
 	}
 	return m.deadline
 }
@@ -193,8 +187,8 @@ func (m *Machine) reconsider(now time.Time) {
 	}
 	switch {
 	case m.preempts(m.masterPriority):
-		m.takeOverSoon(now, m.preemptWhy(), true)
-	case m.soonLive || m.soon != "" && m.p.Priority == FailOpenPriority:
+		m.takeOverSoon(now, m.fromLive())
+	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.p.Priority == FailOpenPriority):
 		// A takeover from the live master was due, and we turned
 		// unhealthy or unsettled before our skew ran out: follow it again,
 		// its master down interval counted from its last advertisement.
@@ -203,12 +197,11 @@ func (m *Machine) reconsider(now time.Time) {
 		// failure every apiserver shares, seen by the holder first, must
 		// not move the VIP to the node that noticed last. A resignation's
 		// takeover stands for a backup merely unsettled.
-		since, waiting := m.silentSince, m.waiting
+		since := m.wait.since
 		if since.IsZero() {
 			since = now
 		}
 		m.waitFor(since)
-		m.waiting = waiting
 	}
 }
 
@@ -223,14 +216,14 @@ func (m *Machine) preempts(priority uint8) bool {
 // (one at the fail-open priority, or with Preempt a weaker one), brought
 // forward to the handover skew, not a master down interval run out nor a
 // resignation.
-func (m *Machine) TookFromLive() bool { return m.tookLive }
+func (m *Machine) TookFromLive() bool { return m.took.Live() }
 
-// preemptWhy is the reason of a takeover from the live master we follow.
-func (m *Machine) preemptWhy() string {
+// fromLive is the takeover of the live master we follow.
+func (m *Machine) fromLive() Takeover {
 	if m.masterPriority == FailOpenPriority {
-		return fmt.Sprintf("the master %s advertises the fail-open priority 1 (its apiserver fails its checks) and this node is healthy and settled", m.master)
+		return Takeover{Cause: FailOpenMaster, From: m.master}
 	}
-	return fmt.Sprintf("preempting the weaker master %s (priority %d)", m.master, m.masterPriority)
+	return Takeover{Cause: WeakerMaster, From: m.master, Priority: m.masterPriority}
 }
 
 // followsStronger says whether a backup follows a master other than src
@@ -242,21 +235,22 @@ func (m *Machine) followsStronger(src netip.Addr) bool {
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew:
 // the master resigned or fell to the fail-open priority, so whether its
 // host still answers does not matter.
-func (m *Machine) takeOverSoon(now time.Time, why string, live bool) {
-	if soon := now.Add(m.handoverSkew()); m.deadline.IsZero() || soon.Before(m.deadline) {
-		m.deadline, m.soon, m.soonLive = soon, why, live
+func (m *Machine) takeOverSoon(now time.Time, t Takeover) {
+	switch at := now.Add(m.handoverSkew()); {
+	case m.deadline.IsZero() || at.Before(m.deadline):
+		m.deadline, m.wait = at, backupWait{phase: soon, since: m.wait.since, soon: t}
+	case m.wait.phase != soon:
+		m.wait = backupWait{phase: counting, since: m.wait.since} // no more asking
 	}
-	m.askAt, m.asked, m.waiting = time.Time{}, time.Time{}, false
 }
 
 // waitFor (re)starts the Master_Down_Timer at now, the master's latest
 // sign of life. With ServedWait, the backup asks half an interval before
 // it fires whether the master's host still answers for the VIPs (Served).
 func (m *Machine) waitFor(now time.Time) {
-	m.deadline, m.soon, m.soonLive = now.Add(m.MasterDownInterval()), "", false
-	m.silentSince, m.askAt, m.asked, m.waiting = now, time.Time{}, time.Time{}, false
+	m.deadline, m.wait = now.Add(m.MasterDownInterval()), backupWait{phase: counting, since: now}
 	if m.p.ServedWait > m.MasterDownInterval() {
-		m.askAt = m.deadline.Add(-m.askAhead())
+		m.wait.ask = m.deadline.Add(-m.askAhead())
 	}
 }
 
@@ -283,11 +277,16 @@ func (m *Machine) askAhead() time.Duration { return m.masterAdverInt / 2 }
 // wait. It returns until when the wait lasts at most, and whether this
 // answer began it (zero: it changed nothing).
 func (m *Machine) Served(member bool, now time.Time) (until time.Time, began bool) {
-	if m.state != Backup || m.asked.IsZero() || now.Before(m.asked) || !member && m.master.IsValid() {
+	asked := m.wait.askedAt()
+	if m.state != Backup || asked.IsZero() || now.Before(asked) || !member && m.master.IsValid() {
 		return time.Time{}, false
 	}
-	m.asked = time.Time{}
-	until = m.silentSince.Add(m.p.ServedWait)
+	began = !m.wait.answered()
+	m.wait.phase, m.wait.ask = counting, time.Time{} // the question is answered
+	if !began {
+		m.wait.phase = held
+	}
+	until = m.wait.since.Add(m.p.ServedWait)
 	next := now.Add(2 * m.askAhead())
 	if next.After(until) {
 		next = until
@@ -295,11 +294,10 @@ func (m *Machine) Served(member bool, now time.Time) (until time.Time, began boo
 	if !next.After(m.deadline) {
 		return time.Time{}, false
 	}
-	m.deadline = next
+	m.deadline, m.wait.phase = next, held
 	if next.Before(until) {
-		m.askAt = next.Add(-m.askAhead())
+		m.wait.ask = next.Add(-m.askAhead())
 	}
-	began, m.waiting = !m.waiting, true
 	return until, began
 }
 
@@ -422,10 +420,9 @@ func (m *Machine) Rejoin(now time.Time, reason string) []Action {
 
 // becomeMaster makes the machine master at once, advertising now.
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
-	m.tookLive = false
+	m.took, m.wait = NoTakeover, backupWait{}
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
 	m.deadline = now.Add(m.sendEvery())
-	m.askAt, m.asked = time.Time{}, time.Time{}
 	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: reason}}
 }
 
@@ -437,22 +434,22 @@ func (m *Machine) Timeout(now time.Time) []Action {
 	}
 	switch m.state {
 	case Backup:
-		if now.Before(m.deadline) { // askAt is due
-			m.askAt, m.asked = time.Time{}, now
+		if now.Before(m.deadline) { // the question is due
+			m.wait.ask, m.wait.phase = now, map[bool]waitPhase{false: asking, true: reasking}[m.wait.answered()]
 			return []Action{{Ask: true}}
 		}
-		switch silent := now.Sub(m.silentSince).Round(time.Millisecond); {
-		case m.waiting && silent >= m.p.ServedWait:
-			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, though the master's host still answers for the VIP", silent))
-		case m.waiting:
-			return m.becomeMaster(now, fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", silent))
+		t := Takeover{Cause: MasterDown}
+		switch silent := now.Sub(m.wait.since).Round(time.Millisecond); {
+		case m.wait.phase == soon:
+			t = m.wait.soon
+		case m.wait.answered() && silent >= m.p.ServedWait:
+			t = Takeover{Cause: SilentServing, Silent: silent}
+		case m.wait.answered():
+			t = Takeover{Cause: SilentGone, Silent: silent}
 		}
-		if m.soon != "" {
-			acts := m.becomeMaster(now, m.soon)
-			m.tookLive = m.soonLive
-			return acts
-		}
-		return m.becomeMaster(now, "no advertisement within the master down interval")
+		acts := m.becomeMaster(now, t.String())
+		m.took = t.Cause
+		return acts
 	case Master:
 		m.deadline = now.Add(m.sendEvery())
 		return []Action{{Send: true, Priority: m.p.Priority}}
@@ -475,7 +472,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
-			m.takeOverSoon(now, fmt.Sprintf("the master %s resigned (priority 0)", src), false)
+			m.takeOverSoon(now, Takeover{Cause: Resigned, From: src})
 		case a.Priority == FailOpenPriority && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
@@ -486,8 +483,8 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, and settled, so we take it within our
 			// handover skew. Its advertisement is its sign of life.
-			m.master, m.masterPriority, m.silentSince = src, a.Priority, now
-			m.takeOverSoon(now, m.preemptWhy(), true)
+			m.master, m.masterPriority, m.wait.since = src, a.Priority, now
+			m.takeOverSoon(now, m.fromLive())
 		case !m.preempts(a.Priority):
 			m.master, m.masterPriority = src, a.Priority
 			m.masterAdverInt = a.IntervalDuration()
@@ -495,9 +492,8 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		default:
 			// Preempt and a lower priority: discard, the timer runs out
 			// and we take over, from a master that is alive: no asking.
-			m.master, m.masterPriority, m.silentSince = src, a.Priority, now
-			m.askAt, m.asked = time.Time{}, time.Time{}
-			m.soon, m.soonLive = m.preemptWhy(), true
+			m.master, m.masterPriority = src, a.Priority
+			m.wait = backupWait{phase: soon, since: now, soon: m.fromLive()}
 		}
 	case Master:
 		switch {

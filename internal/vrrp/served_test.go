@@ -260,3 +260,27 @@ func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
 		t.Error("still asking after a router answered")
 	}
 }
+
+// TestPreemptWhileWaitingForAServingHost: a backup whose silent master's
+// host answers (it waits for it) hears a weaker master with Preempt: it
+// takes the VIP for preempting it, a live master, not for a silence. The
+// machine took the reason of the wait before the takeover had a phase of
+// its own (the simulation, seed 187: a keepalived node at priority 70
+// preempted "for 272 ms of silence").
+func TestPreemptWhileWaitingForAServingHost(t *testing.T) {
+	p := servedParams()
+	p.Preempt = true
+	m := NewMachine(p)
+	followAt(t, m, t0)
+	_, _, asked := runSilent(m, t0.Add(time.Second), func(time.Time) bool { return true })
+	if asked == 0 || !m.wait.answered() {
+		t.Fatalf("not waiting for the serving host after %d questions (phase %v)", asked, m.wait.phase)
+	}
+	weaker := netip.MustParseAddr("192.0.2.13")
+	at := t0.Add(time.Second)
+	m.Receive(adv(70, 20), weaker, at)
+	took, reason, _ := runSilent(m, at.Add(time.Minute), func(time.Time) bool { return true })
+	if took.IsZero() || !strings.Contains(reason, "preempting the weaker master 192.0.2.13 (priority 70)") || !m.TookFromLive() {
+		t.Fatalf("took over at %v for %q (from a live master: %v), want preempting 192.0.2.13", took, reason, m.TookFromLive())
+	}
+}
