@@ -2,6 +2,7 @@ package acd
 
 import (
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -371,7 +372,8 @@ func (g *Guard) forgetMembers() {
 	}
 	freed := false
 	g.mu.Lock()
-	for vip, s := range g.vips {
+	for _, vip := range slices.SortedFunc(maps.Keys(g.vips), netip.Addr.Compare) { // logged in one order
+		s := g.vips[vip]
 		if s.replaced != nil && ours[string(s.replaced.MAC)] {
 			s.replaced = nil
 		}

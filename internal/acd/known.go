@@ -3,6 +3,7 @@ package acd
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 )
 
@@ -93,6 +94,7 @@ func (k *Known) unresolved() []netip.Addr {
 			out = append(out, m)
 		}
 	}
+	slices.SortFunc(out, netip.Addr.Compare) // asked in one order, run after run
 	return out
 }
 

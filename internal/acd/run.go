@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,6 +79,7 @@ func (g *Guard) Round() time.Time {
 			due = append(due, vip)
 		}
 	}
+	slices.SortFunc(due, netip.Addr.Compare) // probed in one order
 	refresh := len(due) > 0 && now.Sub(g.refreshed) >= refreshEvery
 	if refresh {
 		g.refreshed = now
