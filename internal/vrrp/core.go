@@ -40,28 +40,60 @@ type Core struct {
 	failing  string
 
 	certain bool // the latest failure leaves no doubt (SetCertain)
+
+	phase    Phase
+	resume   resuming // Resuming
+	handover handover // HandingOver
+	// handoverAt: a handover ends then (the VIPs released, or kept at the
+	// fail-open priority), and a fail-open master says whether a healthy
+	// node took them; zero: no such timer.
+	handoverAt  time.Time
+	againAt     time.Time // announce once more then (after a contention)
+	reannounced time.Time // the latest announcement caused by another master
+}
+
+// Phase is where a Core stands beside its machine's state.
+type Phase int
+
+const (
+	// Steady: the machine's state says it all.
+	Steady Phase = iota
+	// Resuming: the VIPs found bound at start (an earlier run was killed)
+	// stay bound and wait for the first health verdict.
+	Resuming
+	// HandingOver: resigned (or yielded to a stronger master) with the
+	// VIPs still bound, until another master announces itself (make
+	// before break).
+	HandingOver
+)
+
+// String names the phase.
+func (p Phase) String() string {
+	return [...]string{"steady", "resuming", "handing over"}[p]
+}
+
+// resuming is the Resuming phase's data.
+type resuming struct {
+	started time.Time // Start's time: the transports were listening by then
+	until   time.Time // the VIPs go then
+	// at: healthy, resume then, one advertisement interval after started,
+	// unless another master is heard first (zero: no verdict yet).
+	at time.Time
+}
+
+// handover is the HandingOver phase's data.
+type handover struct {
+	heard bool // the new master announced itself
 	// fallback: resigned because the apiserver certainly does not serve;
 	// if no other master announces itself, it stays master at the
 	// fail-open priority (fail open: a failure every node shares keeps the
 	// VIP where it is).
 	fallback bool
-
-	resuming    bool      // the VIPs found bound at start wait for a verdict
-	resumeUntil time.Time // then they go
-	// resumeAt: healthy, resume then, one advertisement interval after
-	// Start, unless another master is heard first (zero: no verdict yet).
-	resumeAt    time.Time
-	started     time.Time // Start's time: the transports were listening by then
-	handingOver bool      // resigned (or yielded) with the VIPs still bound
-	heard       bool      // the new master announced itself while handing over
-	handoverAt  time.Time // release them then; zero: no handover timer
-	// resignAgain: when a resigned master that still holds the VIPs sends
+	// again: when a resigned master that still holds the VIPs sends
 	// priority 0 again (every interval until a master announces itself):
 	// its kernel answers the backups' questions (Machine.Served), so a
 	// lost priority 0 would keep them waiting until it let go, a gap.
-	resignAgain time.Time
-	againAt     time.Time // announce once more then (after a contention)
-	reannounced time.Time // the latest announcement caused by another master
+	again time.Time
 }
 
 // NewCore returns the core of an instance of cfg, not yet a candidate.
@@ -102,7 +134,7 @@ func (c *Core) Start(now time.Time) {
 		c.out.Decide(false)
 		return
 	}
-	c.resuming, c.resumeUntil, c.started = true, now.Add(c.resumeWait()), now
+	c.phase, c.resume = Resuming, resuming{started: now, until: now.Add(c.resumeWait())}
 	c.log.Info("VIP found bound at start (an earlier run was killed): keeping it until the first health check decides", "at_most", c.resumeWait())
 }
 
@@ -126,20 +158,20 @@ func (c *Core) SetUnsettled(u bool, now time.Time) {
 func (c *Core) State() State            { return c.m.State() }
 func (c *Core) Priority() uint8         { return c.priority }
 func (c *Core) Master() netip.Addr      { return c.m.Master() }
-func (c *Core) HandingOver() bool       { return c.handingOver }
+func (c *Core) Phase() Phase            { return c.phase }
 func (c *Core) Machine() *Machine       { return c.m }
 func (c *Core) Interval() time.Duration { return c.cfg.Interval }
 
 // Deadline returns when Timeout is due next; zero: nothing is.
 func (c *Core) Deadline() time.Time {
 	next := c.m.Deadline()
-	for _, at := range []time.Time{c.againAt, c.handoverAt, c.resignAgain} {
+	for _, at := range []time.Time{c.againAt, c.handoverAt, c.handover.again} {
 		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
-	for _, at := range []time.Time{c.resumeUntil, c.resumeAt} {
-		if c.resuming && !at.IsZero() && (next.IsZero() || at.Before(next)) {
+	for _, at := range []time.Time{c.resume.until, c.resume.at} {
+		if c.phase == Resuming && !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
 	}
@@ -148,10 +180,10 @@ func (c *Core) Deadline() time.Time {
 
 // Timeout runs what is due at now.
 func (c *Core) Timeout(now time.Time) {
-	if c.resuming && !c.resumeAt.IsZero() && !now.Before(c.resumeAt) {
-		c.resume(now)
+	if c.phase == Resuming && !c.resume.at.IsZero() && !now.Before(c.resume.at) {
+		c.resumed(now)
 	}
-	if c.resuming && !now.Before(c.resumeUntil) {
+	if c.phase == Resuming && !now.Before(c.resume.until) {
 		c.endResume("no health verdict in time", now)
 	}
 	if !c.againAt.IsZero() && !now.Before(c.againAt) {
@@ -160,30 +192,30 @@ func (c *Core) Timeout(now time.Time) {
 			c.out.Decide(true)
 		}
 	}
-	if !c.resignAgain.IsZero() && !now.Before(c.resignAgain) {
-		c.resignAgain = time.Time{}
-		if c.handingOver && !c.heard && c.m.State() != Master {
+	if h := &c.handover; !h.again.IsZero() && !now.Before(h.again) {
+		h.again = time.Time{}
+		if c.phase == HandingOver && !h.heard && c.m.State() != Master {
 			c.out.Send(0)
-			c.resignAgain = now.Add(c.cfg.Interval)
+			h.again = now.Add(c.cfg.Interval)
 		}
 	}
 	if !c.handoverAt.IsZero() && !now.Before(c.handoverAt) {
 		c.handoverAt = time.Time{}
 		why := "no other master announced itself"
-		if c.heard {
+		if c.handover.heard {
 			why = "another master announced itself"
 		}
-		switch {
-		case c.fallback && !c.heard && c.handingOver && c.m.State() == Initialize:
+		switch handing := c.phase == HandingOver; {
+		case handing && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize:
 			c.keepFailOpen(now)
-		case c.fallback && c.handingOver:
+		case handing && c.handover.fallback:
 			// Handed over for a certain failure: a backup at the fail-open
 			// priority from now on, as an unhealthy node is.
 			c.handedOver(why)
-			c.fallback = false
+			c.handover.fallback = false
 			c.apply(c.setPriority(FailOpenPriority, now), false, now)
 		default:
-			c.fallback = false // the carrier went meanwhile: the fault released the VIP
+			c.handover.fallback = false // the carrier went meanwhile: the fault released the VIP
 			c.handedOver(why)
 		}
 		if c.m.State() == Master && c.m.Priority() == FailOpenPriority {
@@ -203,7 +235,7 @@ func (c *Core) SetCertain(certain bool) { c.certain = certain }
 // is healthy at the fail-open priority).
 func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	c.failing = why
-	if c.fallback && c.handingOver && !c.heard && c.m.State() == Initialize && p > 0 {
+	if c.phase == HandingOver && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize && p > 0 {
 		// Resigned for a certain failure, still waiting for a healthy
 		// node: another verdict while failing (a drain's port closing)
 		// keeps that wait and its fallback; healthy again first, it is
@@ -211,7 +243,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		if why != "" {
 			return
 		}
-		c.fallback, c.handingOver, c.handoverAt, c.resignAgain = false, false, time.Time{}, time.Time{}
+		c.phase, c.handover, c.handoverAt = Steady, handover{}, time.Time{}
 		c.priority = p
 		c.m.SetPriority(p, now) // in Initialize: no action
 		c.apply(c.m.Rejoin(now, "healthy again before another node took the VIP"), false, now)
@@ -233,9 +265,9 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	if fallback {
 		p = 0
 	}
-	c.fallback = fallback
+	c.handover.fallback = fallback
 	resign := p == 0 && c.m.State() == Master
-	if c.resuming && p > 0 && why == "" {
+	if c.phase == Resuming && p > 0 && why == "" {
 		// A restarted daemon resumes only once it has listened for a whole
 		// advertisement interval and heard no master (Receive ends the
 		// resume): another node may have taken over while it was down.
@@ -243,7 +275,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		c.m.SetPriority(p, now) // in Initialize: no action
 		// Always from the timer: the driver reads the advertisements
 		// queued by then before it (Instance.Run).
-		c.resumeAt = later(c.started.Add(ResumeListen(c.cfg.Interval)), now)
+		c.resume.at = later(c.resume.started.Add(ResumeListen(c.cfg.Interval)), now)
 		return
 	}
 	c.endResume("the apiserver is not healthy", now)
@@ -253,9 +285,8 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 		if fallback {
 			wait = c.fallbackWait()
 		}
-		c.handingOver, c.heard = true, false
+		c.phase, c.handover = HandingOver, handover{fallback: fallback, again: now.Add(c.cfg.Interval)}
 		c.handoverAt = now.Add(wait)
-		c.resignAgain = now.Add(c.cfg.Interval)
 		c.log.Info("Keeping the VIP until another master announces itself", "at_most", wait)
 	}
 	if p == FailOpenPriority && why != "" && c.m.State() == Master {
@@ -268,7 +299,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 // priority, with the VIP it kept (fail open), before a fail-open backup
 // would take over.
 func (c *Core) keepFailOpen(now time.Time) {
-	c.fallback, c.resignAgain, c.handingOver = false, time.Time{}, false
+	c.phase, c.handover.fallback, c.handover.again = Steady, false, time.Time{}
 	c.priority = FailOpenPriority
 	c.m.SetPriority(FailOpenPriority, now) // in Initialize: no action
 	c.apply(c.m.Rejoin(now, "no healthy node took the VIP: keeping it with the fail-open priority"), false, now)
@@ -290,11 +321,11 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	if a.Priority > 0 {
 		c.endResume("another master announces itself: "+src.String(), now)
 	}
-	if a.Priority > 0 && c.handingOver && !c.heard { // only a master advertises
+	if a.Priority > 0 && c.phase == HandingOver && !c.handover.heard { // only a master advertises
 		// Its gratuitous ARP / NA follows its advertisement by a moment: a
 		// SYN sent in between must still find the VIP here, or it waits a
 		// second for its retransmission.
-		c.heard = true
+		c.handover.heard = true
 		c.handoverAt = now.Add(handoverGrace)
 	}
 	// A master that yields to a stronger one (a healthy node taking the VIP
@@ -307,7 +338,7 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	yield = yield && c.m.State() == Backup
 	c.apply(acts, yield, now)
 	if yield {
-		c.handingOver, c.heard = true, true
+		c.phase, c.handover.heard = HandingOver, true
 		c.handoverAt = now.Add(handoverGrace)
 	}
 }
@@ -368,23 +399,25 @@ func (c *Core) Gone(msg, reason string, now time.Time) {
 func (c *Core) Shutdown(now time.Time) {
 	c.apply(c.m.Shutdown(now, "shutting down"), false, now)
 	c.handedOver("shutting down")
-	c.resuming = false
+	if c.phase == Resuming {
+		c.phase = Steady
+	}
 }
 
-// resume makes the node master of the VIPs it found bound at start.
-func (c *Core) resume(now time.Time) {
-	c.resuming, c.resumeAt = false, time.Time{}
+// resumed makes the node master of the VIPs it found bound at start.
+func (c *Core) resumed(now time.Time) {
+	c.phase, c.resume = Steady, resuming{}
 	c.apply(c.m.Rejoin(now, "resumed: the VIP was bound at start and the apiserver is healthy"), false, now)
 }
 
 // endResume releases the VIPs found at start if they still wait, saying
 // why; a healthy verdict that waited for the resume joins the election.
 func (c *Core) endResume(why string, now time.Time) {
-	if !c.resuming {
+	if c.phase != Resuming {
 		return
 	}
-	healthy := !c.resumeAt.IsZero()
-	c.resuming, c.resumeAt = false, time.Time{}
+	healthy := !c.resume.at.IsZero()
+	c.phase, c.resume = Steady, resuming{}
 	c.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
 	c.out.Decide(false)
 	if healthy {
@@ -394,10 +427,10 @@ func (c *Core) endResume(why string, now time.Time) {
 
 // handedOver releases the VIP a resigned master kept, if it kept it.
 func (c *Core) handedOver(why string) {
-	if !c.handingOver {
+	if c.phase != HandingOver {
 		return
 	}
-	c.handingOver = false
+	c.phase = Steady
 	c.log.Info("Handing the VIP over", "reason", why)
 	c.out.Decide(false)
 }
@@ -424,7 +457,9 @@ func (c *Core) apply(acts []Action, keep bool, now time.Time) {
 			c.log.Info("VRRP state changed", "vrid", c.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
 			c.out.Changed(from, a.To, a.Reason, now)
 			if a.To == Master || !keep {
-				c.handingOver = false
+				if c.phase == HandingOver {
+					c.phase = Steady
+				}
 				c.out.Decide(a.To == Master)
 			}
 		}
@@ -441,5 +476,5 @@ func later(a, b time.Time) time.Time {
 
 // String describes the core for a trace.
 func (c *Core) String() string {
-	return fmt.Sprintf("%s prio=%d resuming=%v handing_over=%v", c.m.State(), c.priority, c.resuming, c.handingOver)
+	return fmt.Sprintf("%s prio=%d resuming=%v handing_over=%v", c.m.State(), c.priority, c.phase == Resuming, c.phase == HandingOver)
 }
