@@ -73,9 +73,11 @@ func TestSimulation(t *testing.T) {
 		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second), expected)
 }
 
-// TestDeterministic: a seed is its run, event for event.
+// TestDeterministic: a seed is its run, event for event. Seeds 123, 132
+// and 192 ran a conflict check that logged and resolved in Go's map order:
+// their runs differed now and then.
 func TestDeterministic(t *testing.T) {
-	for seed := uint64(1); seed <= 5; seed++ {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 123, 123, 132, 132, 192, 192} {
 		a, b := Run(seed, nil), Run(seed, nil)
 		if ha, hb := hash(a), hash(b); ha != hb || a.Events != b.Events {
 			t.Fatalf("seed %d: two runs differ (%d and %d events)", seed, a.Events, b.Events)
