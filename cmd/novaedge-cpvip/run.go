@@ -235,7 +235,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	}
 	var known *acd.Known // who we are, for the conflict check; nil without it
 	if cfg.ConflictCheck {
-		known = acd.NewKnown(cfg.Peers, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
+		known = acd.NewKnown(cfg.Peers, acd.MemberFor(cfg.AdvertInterval, cfg.RestartWait), time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
 	}
 	var guard *acd.Guard
 	ask := func() { guard.ProbeNow() } // with known only, so with a guard

@@ -5,12 +5,24 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 )
 
 // maxHeard bounds the members learned from their advertisements (a group
 // has a handful; a flood of forged advertisements evicts the least
 // recently heard first, never a configured peer).
 const maxHeard = 64
+
+// MemberFor is how long a router learned from its advertisements stays a
+// member after its latest one, for a group advertising every interval
+// whose backups wait restartWait for a silent master whose host answers:
+// twice the longest a member's kernel may hold the VIP after its daemon
+// went silent (the backups' wait and a master down interval). A host whose
+// advertisement was forged, or that left the group, is a stranger again
+// once that has passed: its answers for the VIP are a conflict.
+func MemberFor(interval, restartWait time.Duration) time.Duration {
+	return 2 * (restartWait + 4*interval)
+}
 
 // Known is the Identity of a node: the hardware addresses of its own
 // interfaces (Linux answers ARP for a local address on any of them) and of
@@ -20,26 +32,37 @@ const maxHeard = 64
 // heard (Heard). Ours is a lookup, never I/O: a frame from a stranger costs
 // a map read, and a failure to read the kernel keeps what was known.
 type Known struct {
-	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
-	grew    func()           // a MAC became ours: claims judged before may be a member's
+	resolve   func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
+	grew      func()           // a MAC became ours: claims judged before may be a member's
+	now       func() time.Time
+	memberFor time.Duration // a heard member's membership after its latest advertisement; 0: for good
 
 	mu    sync.Mutex
-	own   map[int]string        // interface index -> hardware address
-	neigh map[netip.Addr]string // the neighbour table's entries with a hardware address
-	last  map[netip.Addr]string // the latest hardware address of each address the table had
-	peers map[netip.Addr]bool   // configured unicast peers: members for good
-	heard map[netip.Addr]uint64 // members heard advertising -> when, as a sequence number
+	own   map[int]string         // interface index -> hardware address
+	neigh map[netip.Addr]string  // the neighbour table's entries with a hardware address
+	last  map[netip.Addr]string  // the latest hardware address of each address the table had
+	peers map[netip.Addr]bool    // configured unicast peers: members for good
+	heard map[netip.Addr]heardAt // members heard advertising -> when last
 	seq   uint64
 	ours  map[string]bool // derived: the hardware addresses of the interfaces and the members
 }
 
+// heardAt is when a member last advertised: the clock's time, and a
+// sequence number that orders advertisements of one instant.
+type heardAt struct {
+	at  time.Time
+	seq uint64
+}
+
 // NewKnown returns the identity of a node whose group has the unicast
-// peers (none: multicast, members are learned as they advertise). resolve
-// asks the kernel to resolve a member's address (NTF_USE); grew is called
-// when a hardware address becomes ours. Either may be nil.
-func NewKnown(peers []netip.Addr, resolve func(netip.Addr), grew func()) *Known {
-	k := &Known{resolve: resolve, grew: grew, own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
-		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]uint64{}, ours: map[string]bool{}}
+// peers (none: multicast, members are learned as they advertise, each a
+// member for memberFor after its latest advertisement by now; 0: for
+// good). resolve asks the kernel to resolve a member's address (NTF_USE);
+// grew is called when a hardware address becomes ours. Either may be nil.
+func NewKnown(peers []netip.Addr, memberFor time.Duration, now func() time.Time, resolve func(netip.Addr), grew func()) *Known {
+	k := &Known{resolve: resolve, grew: grew, now: now, memberFor: memberFor,
+		own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
+		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]heardAt{}, ours: map[string]bool{}}
 	for _, p := range peers {
 		k.peers[p.WithZone("")] = true
 	}
@@ -58,7 +81,25 @@ func (k *Known) SetGrew(grew func()) {
 func (k *Known) Ours(mac net.HardwareAddr) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.expire()
 	return k.ours[string(mac)]
+}
+
+// expire forgets the members heard longer than memberFor ago; under mu.
+func (k *Known) expire() {
+	if k.memberFor <= 0 {
+		return
+	}
+	gone := false
+	for a, h := range k.heard {
+		if k.now().Sub(h.at) > k.memberFor {
+			delete(k.heard, a)
+			gone = true
+		}
+	}
+	if gone {
+		k.rebuild()
+	}
 }
 
 // Self implements Identity.
@@ -88,6 +129,7 @@ func (k *Known) Refresh() {
 func (k *Known) unresolved() []netip.Addr {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.expire()
 	var out []netip.Addr
 	for m := range k.members() {
 		if _, ok := k.neigh[m]; !ok {
@@ -128,9 +170,13 @@ func (k *Known) isMember(a netip.Addr) bool {
 func (k *Known) Heard(src netip.Addr) {
 	src = src.WithZone("")
 	k.mu.Lock()
+	k.expire()
 	_, known := k.heard[src]
 	k.seq++
-	k.heard[src] = k.seq
+	k.heard[src] = heardAt{seq: k.seq}
+	if k.now != nil {
+		k.heard[src] = heardAt{at: k.now(), seq: k.seq}
+	}
 	if !known && len(k.heard) > maxHeard {
 		k.evictOldest()
 	}
@@ -147,7 +193,7 @@ func (k *Known) Heard(src netip.Addr) {
 func (k *Known) evictOldest() {
 	var oldest netip.Addr
 	for a, at := range k.heard {
-		if !oldest.IsValid() || at < k.heard[oldest] {
+		if !oldest.IsValid() || at.seq < k.heard[oldest].seq {
 			oldest = a
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/bind"
 )
@@ -23,7 +24,7 @@ type recorder struct {
 
 func newKnown(peers ...netip.Addr) (*Known, *recorder) {
 	r := &recorder{}
-	return NewKnown(peers, func(a netip.Addr) { r.resolved = append(r.resolved, a) }, func() { r.grew++ }), r
+	return NewKnown(peers, 0, nil, func(a netip.Addr) { r.resolved = append(r.resolved, a) }, func() { r.grew++ }), r
 }
 
 // TestOwnInterfacesAreOurs: every interface of this host is ours, and
@@ -253,5 +254,41 @@ func TestStrangersClaimOutlivesAMemberLearnedLater(t *testing.T) {
 	}
 	if cs := h.g.Conflicts(); len(cs) != 1 || !slices.Equal(cs[0].MAC, foreign) {
 		t.Fatalf("conflicts %v, want the stranger's", fmt.Sprint(cs))
+	}
+}
+
+// TestHeardMemberIsAMemberForAWhile: in multicast mode an advertisement
+// makes its source a member (its answers for the VIP are the group's), but
+// only for MemberFor after its latest one: a forged advertisement, or a
+// router that left the group, does not exempt a host from the conflict
+// check for good. A configured peer stays a member.
+func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
+	now := time.Unix(1000, 0)
+	forAWhile := MemberFor(200*time.Millisecond, 4*time.Second)
+	k := NewKnown([]netip.Addr{peerB}, forAWhile, func() time.Time { return now }, nil, nil)
+	k.Neigh(peerA, member)
+	k.Neigh(peerB, foreign)
+	k.Heard(peerA)
+	if !k.Ours(member) {
+		t.Fatal("a router heard advertising must be a member")
+	}
+	now = now.Add(forAWhile)
+	if !k.Ours(member) {
+		t.Fatalf("a member heard %v ago must still be one", forAWhile)
+	}
+	k.Heard(peerA) // advertising again: counted from now
+	now = now.Add(forAWhile)
+	if !k.Ours(member) {
+		t.Fatal("a member that advertised again must stay one")
+	}
+	now = now.Add(time.Millisecond)
+	if k.Ours(member) {
+		t.Fatalf("a host silent for %v must be a stranger again", forAWhile+time.Millisecond)
+	}
+	if !k.Ours(foreign) {
+		t.Fatal("a configured peer must stay a member without advertising")
+	}
+	if got := forAWhile; got != 2*(4*time.Second+800*time.Millisecond) {
+		t.Fatalf("MemberFor(200ms, 4s) = %v, want 9.6s", got)
 	}
 }

@@ -85,7 +85,7 @@ func (h *host) start() *daemon {
 	}
 	resume, _ := d.rec.Resume()
 	if h.role == ours && h.cfg.ConflictCheck {
-		d.known = acd.NewKnown(h.cfg.Peers, d.resolve, func() { d.poke("identity grew") })
+		d.known = acd.NewKnown(h.cfg.Peers, acd.MemberFor(h.cfg.AdvertInterval, h.cfg.RestartWait), func() time.Time { return s.w.now }, d.resolve, func() { d.poke("identity grew") })
 		vips := make([]netip.Addr, len(d.vips))
 		for i, v := range d.vips {
 			vips[i] = v.Addr()
