@@ -325,7 +325,7 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		conns = append(conns, conn)
 	}
 	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
-		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known)}
+		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known), SettleWithin: health.SettleWithin(cfg.HealthInterval)}
 	if known != nil {
 		vcfg.ServedWait, vcfg.Ask = cfg.RestartWait, ask
 	}

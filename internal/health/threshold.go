@@ -1,5 +1,7 @@
 package health
 
+import "time"
+
 // State is the health of the local apiserver as the thresholds see it.
 type State int
 
@@ -122,6 +124,15 @@ func (t *thresholds) judge(r Result) (State, bool) {
 // little (the stress suite, 20 % loss); they do not reset the count, so a
 // backup whose checks stall now and then still settles.
 const SettleRun = 2
+
+// SettleWithin is how long, at most, a healthy node that has not settled
+// waits before it takes the VIP from a holder that fails its checks (L2: a
+// master at the fail-open priority) for health checks every interval: ten
+// checks. A failure every node shares (loss, an etcd election) makes the
+// holder fail for a check or a few; one that lasts this long is the
+// holder's own, and settling, which a lossy network may never let a node
+// reach, must not keep the VIP on it.
+func SettleWithin(interval time.Duration) time.Duration { return 10 * interval }
 
 // settled says whether the apiserver is healthy and has passed
 // max(RiseThreshold, SettleRun) checks without a stall since its latest

@@ -112,7 +112,7 @@ func (h *host) start() *daemon {
 		servedWait = h.cfg.RestartWait
 	}
 	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
-		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait}, output{d}, log.With("component", "vrrp"))
+		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait, SettleWithin: health.SettleWithin(h.cfg.HealthInterval)}, output{d}, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
 	d.core.SetPrimary(h.ip)
 	d.core.Carrier(h.linked(), s.w.now)
@@ -526,7 +526,7 @@ func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
 	if to == vrrp.Master {
 		o.d.masterSince = now
 		inv := &o.d.h.s.inv
-		if o.d.h.role == ours && o.d.core.TookFromLive() && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
+		if o.d.h.role == ours && (o.d.core.Took() == vrrp.FailOpenMaster || o.d.core.Took() == vrrp.WeakerMaster) && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
 		}
 		if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {

@@ -100,7 +100,7 @@ type handover struct {
 func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
 	return &Core{cfg: cfg, out: out, log: log,
 		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt,
-			ServedWait: cfg.ServedWait})}
+			ServedWait: cfg.ServedWait, SettleWithin: cfg.SettleWithin})}
 }
 
 // resumeWait is how long VIPs found bound at start wait for the first
@@ -144,8 +144,8 @@ func (c *Core) SetPrimary(a netip.Addr) { c.m.SetPrimary(a) }
 // SetPreempt changes Preempt (a reload).
 func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
 
-// TookFromLive is Machine.TookFromLive (the simulation's invariant).
-func (c *Core) TookFromLive() bool { return c.m.TookFromLive() }
+// Took is Machine.Took (the simulation's invariant).
+func (c *Core) Took() Cause { return c.m.Took() }
 
 // SetUnsettled changes whether we take the VIP from a fail-open master
 // (Params.Unsettled).

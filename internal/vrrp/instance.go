@@ -58,6 +58,9 @@ type Config struct {
 	// through Instance.Served. Without Ask, no wait.
 	ServedWait time.Duration
 	Ask        func()
+	// SettleWithin bounds how long settling holds a healthy backup back
+	// from a fail-open master (Params.SettleWithin; 0: no bound).
+	SettleWithin time.Duration
 }
 
 // Status is a snapshot of an instance for /status and metrics.

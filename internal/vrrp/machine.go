@@ -57,7 +57,12 @@ type Params struct {
 	// fail-open one, whose failure may be ours too, or with Preempt a
 	// weaker one) and follow it instead; a silent one we still replace.
 	Unsettled bool
-	Primary   netip.Addr // our primary address: the tie-breaker
+	// SettleWithin bounds how long Unsettled holds a healthy backup back
+	// from a master at the fail-open priority: once that master has
+	// advertised it this long, its failure is no flicker every node
+	// shares, and the backup takes over settled or not (0: no bound).
+	SettleWithin time.Duration
+	Primary      netip.Addr // our primary address: the tie-breaker
 	// ServedWait is how long a backup waits for a master that stopped
 	// advertising while its host still answers for the VIPs, counted from
 	// its last advertisement (Served); 0 or no longer than the master down
@@ -90,8 +95,11 @@ type Machine struct {
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
 	masterPriority uint8 // priority of the last advertisement a backup heard from its master
-	candidate      bool  // SetCandidate's last word; state Fault ignores it until carrier returns
-	took           Cause // why we last became master (NoTakeover: not by a takeover)
+	// failOpenSince: since when that master advertises the fail-open
+	// priority (zero: it does not).
+	failOpenSince time.Time
+	candidate     bool  // SetCandidate's last word; state Fault ignores it until carrier returns
+	took          Cause // why we last became master (NoTakeover: not by a takeover)
 
 	// What a state remembers beyond the RFC's timers, meaningful in that
 	// state only:
@@ -186,8 +194,8 @@ func (m *Machine) reconsider(now time.Time) {
 		return
 	}
 	switch {
-	case m.preempts(m.masterPriority):
-		m.takeOverSoon(now, m.fromLive())
+	case m.preempts(m.masterPriority, m.failingFor(m.master, m.masterPriority, now)):
+		m.takeOverSoon(now, m.fromLive(now))
 	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.p.Priority == FailOpenPriority):
 		// A takeover from the live master was due, and we turned
 		// unhealthy or unsettled before our skew ran out: follow it again,
@@ -206,10 +214,39 @@ func (m *Machine) reconsider(now time.Time) {
 }
 
 // preempts says whether we take the VIP from a live master advertising
-// priority: only stronger and settled; from a fail-open one whatever
-// Preempt says, from any other only with Preempt.
-func (m *Machine) preempts(priority uint8) bool {
-	return priority < m.p.Priority && !m.p.Unsettled && (m.p.Preempt || priority == FailOpenPriority)
+// priority, at the fail-open priority for failingFor: only stronger and
+// settled (or, from a master failing for SettleWithin, healthy); from a
+// fail-open one whatever Preempt says, from any other only with Preempt.
+func (m *Machine) preempts(priority uint8, failingFor time.Duration) bool {
+	settled := !m.p.Unsettled || m.settleBound(priority, failingFor)
+	return priority < m.p.Priority && settled && (m.p.Preempt || priority == FailOpenPriority)
+}
+
+// settleBound says whether a master at priority has failed too long for
+// our settling to matter (SettleWithin).
+func (m *Machine) settleBound(priority uint8, failingFor time.Duration) bool {
+	return priority == FailOpenPriority && m.p.SettleWithin > 0 && failingFor >= m.p.SettleWithin
+}
+
+// failingFor returns how long src, advertising priority now, has
+// advertised the fail-open priority as the master we follow; 0 for any
+// other.
+func (m *Machine) failingFor(src netip.Addr, priority uint8, now time.Time) time.Duration {
+	if priority != FailOpenPriority || src != m.master || m.masterPriority != FailOpenPriority || m.failOpenSince.IsZero() {
+		return 0
+	}
+	return now.Sub(m.failOpenSince)
+}
+
+// follow makes src, advertising priority at now, the master we follow.
+func (m *Machine) follow(src netip.Addr, priority uint8, now time.Time) {
+	switch {
+	case priority != FailOpenPriority:
+		m.failOpenSince = time.Time{}
+	case m.failOpenSince.IsZero() || src != m.master || m.masterPriority != FailOpenPriority:
+		m.failOpenSince = now
+	}
+	m.master, m.masterPriority = src, priority
 }
 
 // TookFromLive says whether the latest takeover was from a live master
@@ -218,8 +255,14 @@ func (m *Machine) preempts(priority uint8) bool {
 // resignation.
 func (m *Machine) TookFromLive() bool { return m.took.Live() }
 
-// fromLive is the takeover of the live master we follow.
-func (m *Machine) fromLive() Takeover {
+// Took returns why we last became master (NoTakeover: not by a takeover).
+func (m *Machine) Took() Cause { return m.took }
+
+// fromLive is the takeover at now of the live master we follow.
+func (m *Machine) fromLive(now time.Time) Takeover {
+	if m.masterPriority == FailOpenPriority && m.p.Unsettled {
+		return Takeover{Cause: FailOpenLong, From: m.master, Silent: now.Sub(m.failOpenSince).Round(time.Millisecond)}
+	}
 	if m.masterPriority == FailOpenPriority {
 		return Takeover{Cause: FailOpenMaster, From: m.master}
 	}
@@ -479,21 +522,23 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// master yields to it on its next advertisement. Taking over
 			// would make a third holder for an interval (the simulation,
 			// seed 20967); following it, we might once settled.
-		case a.Priority == FailOpenPriority && m.preempts(a.Priority):
+		case a.Priority == FailOpenPriority && m.preempts(a.Priority, m.failingFor(src, a.Priority, now)):
 			// A master that keeps the VIP only because no node was
-			// healthy: we are, and settled, so we take it within our
-			// handover skew. Its advertisement is its sign of life.
-			m.master, m.masterPriority, m.wait.since = src, a.Priority, now
-			m.takeOverSoon(now, m.fromLive())
-		case !m.preempts(a.Priority):
-			m.master, m.masterPriority = src, a.Priority
+			// healthy: we are, and settled (or it has failed for
+			// SettleWithin), so we take it within our handover skew. Its
+			// advertisement is its sign of life.
+			m.follow(src, a.Priority, now)
+			m.wait.since = now
+			m.takeOverSoon(now, m.fromLive(now))
+		case !m.preempts(a.Priority, m.failingFor(src, a.Priority, now)):
+			m.follow(src, a.Priority, now)
 			m.masterAdverInt = a.IntervalDuration()
 			m.waitFor(now)
 		default:
 			// Preempt and a lower priority: discard, the timer runs out
 			// and we take over, from a master that is alive: no asking.
-			m.master, m.masterPriority = src, a.Priority
-			m.wait = backupWait{phase: soon, since: now, soon: m.fromLive()}
+			m.follow(src, a.Priority, now)
+			m.wait = backupWait{phase: soon, since: now, soon: m.fromLive(now)}
 		}
 	case Master:
 		switch {
@@ -545,7 +590,7 @@ func (m *Machine) wasAbsent(now time.Time) bool {
 }
 
 func (m *Machine) toBackup(now time.Time, reason string) []Action {
-	m.state, m.master = Backup, netip.Addr{}
+	m.state, m.master, m.failOpenSince = Backup, netip.Addr{}, time.Time{}
 	m.waitFor(now)
 	return []Action{{To: Backup, Changed: true, Reason: reason}}
 }

@@ -3,6 +3,7 @@ package vrrp
 import (
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -551,5 +552,57 @@ func TestSettlednessFlickerKeepsTheTimer(t *testing.T) {
 	r.SetUnsettled(true, t0.Add(time.Second+time.Millisecond))
 	if r.Deadline() != due {
 		t.Errorf("a resignation's takeover moved from %v to %v by unsettling", due.Sub(t0), r.Deadline().Sub(t0))
+	}
+}
+
+// TestSettlingHasATimeBound: a healthy backup that never settles (a lossy
+// network fails one of its checks in every few) follows a fail-open master
+// only for SettleWithin: past it, the master's failure is its own and the
+// backup takes over at the master's next advertisement, within its skew.
+// A master that recovered meanwhile (an advertisement above the fail-open
+// priority) starts the count again.
+func TestSettlingHasATimeBound(t *testing.T) {
+	skew := 156 * handoverScale / 256 // priority 100
+	src := netip.MustParseAddr("192.0.2.11")
+	p := params(100, "192.0.2.12")
+	p.Unsettled, p.SettleWithin = true, 10*time.Second
+	b := NewMachine(p)
+	b.SetCandidate(true, t0)
+	every := 200 * time.Millisecond
+	advertise := func(from, to time.Duration, prio uint8) (took time.Time, reason string) {
+		for at := t0.Add(from); at.Before(t0.Add(to)); at = at.Add(every) {
+			if d := b.Deadline(); !d.IsZero() && !d.After(at) {
+				for _, a := range b.Timeout(d) {
+					if a.To == Master {
+						return d, a.Reason
+					}
+				}
+			}
+			b.Receive(adv(prio, 20), src, at)
+		}
+		return time.Time{}, ""
+	}
+	if took, why := advertise(0, 5*time.Second, FailOpenPriority); !took.IsZero() {
+		t.Fatalf("took over after %v of a fail-open master (%s), before SettleWithin", took.Sub(t0), why)
+	}
+	if took, why := advertise(5*time.Second, 6*time.Second, 100); !took.IsZero() { // the master recovered a second
+		t.Fatalf("took over from a recovered master at %v (%s)", took.Sub(t0), why)
+	}
+	if took, why := advertise(6*time.Second, 15*time.Second, FailOpenPriority); !took.IsZero() {
+		t.Fatalf("took over %v after the master failed again (%s): the count must start again", took.Sub(t0.Add(6*time.Second)), why)
+	}
+	took, why := advertise(15*time.Second, 20*time.Second, FailOpenPriority)
+	if want := t0.Add(16 * time.Second).Add(skew); took.IsZero() || took.After(want) || took.Before(want.Add(-every)) {
+		t.Fatalf("took over at %v, want 10 s after the master failed again, at its next advertisement + the skew (%v)", took.Sub(t0), want.Sub(t0))
+	}
+	if !strings.Contains(why, "advertised the fail-open priority 1 for 10") || b.Took() != FailOpenLong {
+		t.Fatalf("reason %q (cause %v), want the fail-open master's 10 s", why, b.Took())
+	}
+	// No bound configured: settling holds for good.
+	p.SettleWithin = 0
+	b = NewMachine(p)
+	b.SetCandidate(true, t0)
+	if took, why := advertise(0, time.Minute, FailOpenPriority); !took.IsZero() {
+		t.Fatalf("without SettleWithin, took over at %v (%s)", took.Sub(t0), why)
 	}
 }

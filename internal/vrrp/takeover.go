@@ -10,13 +10,14 @@ import (
 type Cause int
 
 // The causes. A takeover from a live master (FailOpenMaster, WeakerMaster)
-// is brought forward to the handover skew, as one from a master that
+// (and FailOpenLong) is brought forward to the handover skew, as one from a master that
 // Resigned; the others wait out the Master_Down_Timer.
 const (
 	NoTakeover     Cause = iota // not a takeover: a resume, a rejoin, carrier back
 	MasterDown                  // no advertisement within the master down interval
 	Resigned                    // the master advertised priority 0
 	FailOpenMaster              // the master advertises the fail-open priority; we are healthy and settled
+	FailOpenLong                // the master has advertised the fail-open priority for SettleWithin; we are healthy
 	WeakerMaster                // Preempt, and the master advertises a lower priority
 	SilentServing               // silent for ServedWait, though its host still answers for the VIP
 	SilentGone                  // silent, and its host stopped answering for the VIP
@@ -24,7 +25,7 @@ const (
 
 // Live says whether the master taken over was alive: it advertised until
 // the takeover.
-func (c Cause) Live() bool { return c == FailOpenMaster || c == WeakerMaster }
+func (c Cause) Live() bool { return c == FailOpenMaster || c == FailOpenLong || c == WeakerMaster }
 
 // Takeover is a backup's reason to become master: its cause, the master it
 // replaces and what that master last said.
@@ -32,7 +33,7 @@ type Takeover struct {
 	Cause    Cause
 	From     netip.Addr    // the master replaced (Resigned, FailOpenMaster, WeakerMaster)
 	Priority uint8         // its advertised priority (WeakerMaster)
-	Silent   time.Duration // how long it was silent (SilentServing, SilentGone)
+	Silent   time.Duration // how long it was silent (SilentServing, SilentGone), or failing (FailOpenLong)
 }
 
 // String is the reason logged with the state change.
@@ -42,6 +43,8 @@ func (t Takeover) String() string {
 		return fmt.Sprintf("the master %s resigned (priority 0)", t.From)
 	case FailOpenMaster:
 		return fmt.Sprintf("the master %s advertises the fail-open priority 1 (its apiserver fails its checks) and this node is healthy and settled", t.From)
+	case FailOpenLong:
+		return fmt.Sprintf("the master %s has advertised the fail-open priority 1 for %v (its apiserver fails its checks) and this node is healthy, not yet settled", t.From, t.Silent)
 	case WeakerMaster:
 		return fmt.Sprintf("preempting the weaker master %s (priority %d)", t.From, t.Priority)
 	case SilentServing:
