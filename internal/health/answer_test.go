@@ -45,11 +45,11 @@ func TestEndlessHeadersFailTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Check(context.Background()); r.OK || !strings.Contains(r.Reason, "128 KiB") {
+	if r := c.Check(context.Background()); r.OK() || !strings.Contains(r.Reason, "128 KiB") {
 		t.Fatalf("endless headers: %+v, want a failure naming the limit", r)
 	}
 	endless.Store(false)
-	if r := c.Check(context.Background()); !r.OK {
+	if r := c.Check(context.Background()); !r.OK() {
 		t.Fatalf("a normal answer after: %+v", r)
 	}
 }

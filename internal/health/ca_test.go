@@ -75,10 +75,10 @@ func TestVerifiesKubeadmCertificate(t *testing.T) {
 	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := checkerFor(t, srv.URL+"/livez", "kubernetes", ca).Check(context.Background()); !r.OK {
+	if r := checkerFor(t, srv.URL+"/livez", "kubernetes", ca).Check(context.Background()); !r.OK() {
 		t.Errorf("kubeadm-shaped certificate with server name kubernetes: %+v", r)
 	}
-	if r := checkerFor(t, srv.URL+"/livez", "localhost", ca).Check(context.Background()); r.OK {
+	if r := checkerFor(t, srv.URL+"/livez", "localhost", ca).Check(context.Background()); r.OK() {
 		t.Errorf("server name localhost verified against a certificate without it: %+v", r)
 	}
 }
@@ -92,20 +92,20 @@ func TestCAAppearsAfterStart(t *testing.T) {
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.crt")
 	c := checkerFor(t, srv.URL+"/livez", "kubernetes", filepath.Join(dir, "other.crt"), ca)
-	if r := c.Check(context.Background()); !r.OK || c.probe.tls.RootCAs != nil {
+	if r := c.Check(context.Background()); !r.OK() || c.probe.tls.RootCAs != nil {
 		t.Fatalf("no CA yet: %+v", r)
 	}
 	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Check(context.Background()); !r.OK || c.probe.tls.RootCAs == nil {
+	if r := c.Check(context.Background()); !r.OK() || c.probe.tls.RootCAs == nil {
 		t.Fatalf("CA appeared: %+v, verifying %v", r, c.probe.tls.RootCAs != nil)
 	}
 	_, otherPEM := kubeadmPKI(t) // a CA that did not sign the server, first in the list
 	if err := os.WriteFile(filepath.Join(dir, "other.crt"), otherPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r := c.Check(context.Background()); r.OK {
+	if r := c.Check(context.Background()); r.OK() {
 		t.Fatalf("a server the CA in force did not sign passed: %+v", r)
 	}
 }

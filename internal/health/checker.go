@@ -60,26 +60,60 @@ type StallJudge interface {
 	NetworkStall(ctx context.Context) (bool, string)
 }
 
-// Result is the outcome of one check.
+// Outcome is what one check found; the thresholds judge each kind its own
+// way (thresholds.judge).
+type Outcome int
+
+// The outcomes. The zero value is Failed.
+const (
+	// Failed: no answer in time, an error status, a TLS or token problem:
+	// the apiserver's, or the network's, or a load every apiserver shares.
+	Failed Outcome = iota
+	// Passed: the apiserver answered ready (or live) in time.
+	Passed
+	// Refused: a new connection was refused or reset: no process serves
+	// the port.
+	Refused
+	// Drained: the apiserver has begun a graceful shutdown.
+	Drained
+	// Hung: no answer by HungAfter while /livez/ping answered fast: what
+	// the check waits for (etcd) does not.
+	Hung
+)
+
+// String names the outcome.
+func (o Outcome) String() string {
+	return [...]string{"failed", "passed", "refused", "drained", "hung"}[o]
+}
+
+// passed is Passed when ok, else Failed.
+func passed(ok bool) Outcome {
+	if ok {
+		return Passed
+	}
+	return Failed
+}
+
+// Result is one check's outcome and what it saw.
 type Result struct {
-	OK       bool
-	Draining bool // the apiserver has begun a graceful shutdown (OK is false)
-	Refused  bool // a new connection was refused or reset: no process serves the port (OK is false)
-	Hung     bool // no answer by HungAfter while /livez/ping answered fast: what the check waits for (etcd) does not (OK is false)
+	Outcome Outcome
 	// Stalled: no answer by HungAfter, and the stall was the network's
-	// (Config.Stalls): the check waited on; OK or not, a stall every
+	// (Config.Stalls): the check waited on; passed or not, a stall every
 	// apiserver may share (it does not count towards settling).
 	Stalled  bool
 	Status   int    // HTTP status, 0 when no answer
-	Reason   string // why it failed; empty when OK
+	Reason   string // why it failed; empty when it passed
 	Duration time.Duration
 }
+
+// OK says whether the check passed.
+func (r Result) OK() bool { return r.Outcome == Passed }
 
 // Certain says whether a failed check leaves no doubt that the apiserver
 // does not serve: its port refuses (no process) or it is shutting down. A
 // time-out or an error status may be the network's or a load every
 // apiserver shares.
-func (r Result) Certain() bool { return r.Refused || r.Draining }
+func (r Result) Certain() bool { return r.Outcome == Refused || r.Outcome == Drained }
 
 // Transition is a change of State, or of Settled alone, with the result
 // that caused it.
@@ -231,7 +265,7 @@ func (c *Checker) Check(ctx context.Context) Result {
 	if err == nil && u == c.ready {
 		switch {
 		case status == http.StatusInternalServerError && bytes.Contains(c.probe.body, shutdownFailed):
-			return Result{Draining: true, Status: status, Reason: "the apiserver is shutting down (/readyz: shutdown check failed)", Duration: time.Since(start)}
+			return Result{Outcome: Drained, Status: status, Reason: "the apiserver is shutting down (/readyz: shutdown check failed)", Duration: time.Since(start)}
 		case status != http.StatusOK && status != http.StatusUnauthorized && status != http.StatusForbidden:
 			status, err = c.probe.getWatched(ctx, c.probe.url, header, sil)
 		}
@@ -243,17 +277,21 @@ func (c *Checker) Check(ctx context.Context) Result {
 		if seen != "" {
 			reason += " (" + seen + ")"
 		}
-		return Result{Hung: true, Duration: d, Reason: reason}
+		return Result{Outcome: Hung, Duration: d, Reason: reason}
 	}
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
 			reason = fmt.Sprintf("no answer within %s", c.cfg.Timeout)
 		}
-		return Result{Reason: reason, Duration: d, Refused: refused(err), Stalled: stalled}
+		out := Failed
+		if refused(err) {
+			out = Refused
+		}
+		return Result{Outcome: out, Reason: reason, Duration: d, Stalled: stalled}
 	}
 	ok, reason := classify(status, tok.present)
-	return Result{OK: ok, Status: status, Reason: reason, Duration: d, Stalled: stalled}
+	return Result{Outcome: passed(ok), Status: status, Reason: reason, Duration: d, Stalled: stalled}
 }
 
 // refused reports whether err says no process serves the port: the
@@ -357,13 +395,13 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 	settled := c.thr.settled()
 	c.mu.Lock()
 	c.stats.State, c.stats.Settled, c.stats.Last = state, settled, r
-	if r.OK {
+	if r.OK() {
 		c.stats.Success++
 	} else {
 		c.stats.Failure++
 	}
 	c.mu.Unlock()
-	if !r.OK && !r.Draining {
+	if !r.OK() && r.Outcome != Drained {
 		lvl := slog.LevelDebug
 		if prev == Healthy {
 			lvl = slog.LevelWarn

@@ -87,7 +87,7 @@ func TestCheckWithDrain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			api.set(tt.live, tt.ready, tt.body)
 			r := c.Check(context.Background())
-			if r.OK != tt.ok || r.Draining != tt.draining || r.Status != tt.status {
+			if r.OK() != tt.ok || (r.Outcome == Drained) != tt.draining || r.Status != tt.status {
 				t.Errorf("got %+v, want ok=%v draining=%v status=%d", r, tt.ok, tt.draining, tt.status)
 			}
 			if got := api.asked(); got != tt.asked {
@@ -154,7 +154,7 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := newDrainChecker(t, srv.URL)
 	ctx := context.Background()
-	if r := c.Check(ctx); !r.OK {
+	if r := c.Check(ctx); !r.OK() {
 		t.Fatal(r)
 	}
 	start := time.Now()
@@ -168,7 +168,7 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 	if c.probe.conn != nil {
 		t.Fatal("a closed connection must not be kept")
 	}
-	if r := c.Check(ctx); !r.OK {
+	if r := c.Check(ctx); !r.OK() {
 		t.Fatalf("check after the close: %+v", r)
 	}
 	cctx, cancel := context.WithCancel(ctx)

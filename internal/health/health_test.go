@@ -173,7 +173,7 @@ func TestCheckAgainstServer(t *testing.T) {
 	noToken := newChecker(t, srv.URL+"/livez", filepath.Join(dir, "absent"), "")
 	for status, want := range map[int32]bool{200: true, 401: true, 500: false, 403: false} {
 		api.status.Store(status)
-		if r := noToken.Check(ctx); r.OK != want || r.Status != int(status) {
+		if r := noToken.Check(ctx); r.OK() != want || r.Status != int(status) {
 			t.Errorf("no token, status %d: %+v, want ok=%v", status, r, want)
 		}
 	}
@@ -187,11 +187,11 @@ func TestCheckAgainstServer(t *testing.T) {
 	}
 	withToken := newChecker(t, srv.URL+"/livez", tokenPath, caFile)
 	api.status.Store(401)
-	if r := withToken.Check(ctx); r.OK {
+	if r := withToken.Check(ctx); r.OK() {
 		t.Errorf("token, 401: %+v, want failure", r)
 	}
 	api.status.Store(200)
-	if r := withToken.Check(ctx); !r.OK {
+	if r := withToken.Check(ctx); !r.OK() {
 		t.Errorf("token, 200: %+v", r)
 	}
 	api.mu.Lock()
@@ -203,7 +203,7 @@ func TestCheckAgainstServer(t *testing.T) {
 
 	api.hang.Store(true)
 	start := time.Now()
-	if r := withToken.Check(ctx); r.OK || r.Reason != "no answer within 200ms" {
+	if r := withToken.Check(ctx); r.OK() || r.Reason != "no answer within 200ms" {
 		t.Errorf("hanging server: %+v", r)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -214,7 +214,7 @@ func TestCheckAgainstServer(t *testing.T) {
 	down := httptest.NewTLSServer(api)
 	url := down.URL
 	down.Close()
-	if r := newChecker(t, url+"/livez", tokenPath, caFile).Check(ctx); r.OK || r.Status != 0 {
+	if r := newChecker(t, url+"/livez", tokenPath, caFile).Check(ctx); r.OK() || r.Status != 0 {
 		t.Errorf("refused: %+v", r)
 	}
 }
@@ -238,7 +238,7 @@ func TestTokenNeverSentUnverified(t *testing.T) {
 
 	api.status.Store(401)
 	noCA := newChecker(t, squatter.URL+"/livez", tokenPath, filepath.Join(dir, "absent-ca.crt"))
-	if r := noCA.Check(ctx); !r.OK {
+	if r := noCA.Check(ctx); !r.OK() {
 		t.Errorf("no CA yet, 401: %+v, want healthy by the rules of no token", r)
 	}
 	if a := auths(); len(a) != 1 || a[0] != "" {
@@ -252,7 +252,7 @@ func TestTokenNeverSentUnverified(t *testing.T) {
 	}
 	api.status.Store(200)
 	verifying := newChecker(t, squatter.URL+"/livez", tokenPath, caFile)
-	if r := verifying.Check(ctx); r.OK {
+	if r := verifying.Check(ctx); r.OK() {
 		t.Errorf("squatter with a certificate the CA does not verify: %+v, want a failure", r)
 	}
 	if a := auths(); len(a) != 1 {
@@ -265,7 +265,7 @@ func TestTokenNeverSentUnverified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := insecure.Check(ctx); !r.OK {
+	if r := insecure.Check(ctx); !r.OK() {
 		t.Errorf("insecure: %+v", r)
 	}
 	if a := auths(); a[len(a)-1] != "Bearer secret-token" {
@@ -283,14 +283,14 @@ func TestCAVerification(t *testing.T) {
 	if err := os.WriteFile(good, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := newChecker(t, srv.URL+"/livez", "/nonexistent", good).Check(context.Background()); !r.OK {
+	if r := newChecker(t, srv.URL+"/livez", "/nonexistent", good).Check(context.Background()); !r.OK() {
 		t.Errorf("matching CA: %+v", r)
 	}
 	other := httptest.NewUnstartedServer(api) // another certificate: verification must fail
 	other.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
 	other.StartTLS()
 	t.Cleanup(other.Close)
-	if r := newChecker(t, other.URL+"/livez", "/nonexistent", good).Check(context.Background()); r.OK {
+	if r := newChecker(t, other.URL+"/livez", "/nonexistent", good).Check(context.Background()); r.OK() {
 		t.Errorf("foreign certificate accepted: %+v", r)
 	}
 	// An unusable CA file verifies nothing: the check runs as before
@@ -418,7 +418,7 @@ func TestOneKeptConnection(t *testing.T) {
 	ctx := context.Background()
 	check := func(what string) {
 		t.Helper()
-		if r := c.Check(ctx); !r.OK {
+		if r := c.Check(ctx); !r.OK() {
 			t.Fatalf("%s: %+v", what, r)
 		}
 	}
@@ -441,7 +441,7 @@ func TestOneKeptConnection(t *testing.T) {
 	api.hang.Store(true)
 	cctx, cancel := context.WithCancel(ctx)
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if r := c.Check(cctx); r.OK || r.Reason != "context canceled" {
+	if r := c.Check(cctx); r.OK() || r.Reason != "context canceled" {
 		t.Errorf("cancelled check: %+v", r)
 	}
 	api.hang.Store(false)
@@ -457,7 +457,7 @@ func TestSettled(t *testing.T) {
 		th := NewThresholds(3, rise)
 		want := max(rise, SettleRun)
 		for k := 1; k <= want; k++ {
-			th.Judge(Result{OK: true})
+			th.Judge(Result{Outcome: Passed})
 			if got := th.Settled(); got != (k >= want) {
 				t.Errorf("rise %d: after %d passed checks settled %v", rise, k, got)
 			}
@@ -466,15 +466,15 @@ func TestSettled(t *testing.T) {
 			t.Errorf("rise %d: one failed check: %v changed %v settled %v, want healthy, unchanged, unsettled", rise, st, changed, th.Settled())
 		}
 		for range want {
-			th.Judge(Result{OK: true})
+			th.Judge(Result{Outcome: Passed})
 		}
 		if !th.Settled() {
 			t.Errorf("rise %d: not settled again after %d passed checks", rise, want)
 		}
-		if th.Judge(Result{Refused: true}); th.Settled() {
+		if th.Judge(Result{Outcome: Refused}); th.Settled() {
 			t.Errorf("rise %d: settled while unhealthy", rise)
 		}
-		if th.Judge(Result{Draining: true}); th.Settled() {
+		if th.Judge(Result{Outcome: Drained}); th.Settled() {
 			t.Errorf("rise %d: settled while draining", rise)
 		}
 	}
@@ -485,16 +485,16 @@ func TestSettled(t *testing.T) {
 	// health, not towards settling (nor against it).
 	th := NewThresholds(3, 1)
 	th.Judge(Result{})
-	if st, _ := th.Judge(Result{OK: true, Stalled: true}); st != Healthy || th.Settled() {
+	if st, _ := th.Judge(Result{Outcome: Passed, Stalled: true}); st != Healthy || th.Settled() {
 		t.Errorf("a pass after a stall: %v settled %v, want healthy, unsettled", st, th.Settled())
 	}
-	if th.Judge(Result{OK: true}); th.Settled() {
+	if th.Judge(Result{Outcome: Passed}); th.Settled() {
 		t.Error("one pass after the stalled one: settled")
 	}
-	if th.Judge(Result{OK: true, Stalled: true}); th.Settled() {
+	if th.Judge(Result{Outcome: Passed, Stalled: true}); th.Settled() {
 		t.Error("a stalled pass counted")
 	}
-	if th.Judge(Result{OK: true}); !th.Settled() {
+	if th.Judge(Result{Outcome: Passed}); !th.Settled() {
 		t.Error("two steady passes, a stalled one between: not settled")
 	}
 }

@@ -77,7 +77,7 @@ func TestCheckHung(t *testing.T) {
 	// a loaded machine under -race takes well below that.
 	c := newHungChecker(t, a, 2*time.Second, 10*time.Second)
 	r := c.Check(context.Background())
-	if r.OK || !r.Hung || r.Refused {
+	if r.OK() || r.Outcome != Hung || r.Outcome == Refused {
 		t.Fatalf("stuck /readyz, fast ping: %+v, want hung", r)
 	}
 	if r.Duration < 2*time.Second || r.Duration > 2*time.Second+200*time.Millisecond {
@@ -86,14 +86,14 @@ func TestCheckHung(t *testing.T) {
 	// FAIL_THRESHOLD-1 failures: the fast re-check's verdict decides.
 	out := make(chan Transition, 1)
 	noVerdict(t, c, r, out)
-	if r := c.Check(context.Background()); !r.Hung {
+	if r := c.Check(context.Background()); r.Outcome != Hung {
 		t.Fatalf("the re-check: %+v, want hung again", r)
 	} else if c.observe(context.Background(), r, out); (<-out).State != Unhealthy {
 		t.Fatal("two hung checks: want unhealthy")
 	}
 	// Its etcd back, the apiserver answers: healthy again on the next check.
 	a.unstick()
-	if r := c.Check(context.Background()); !r.OK {
+	if r := c.Check(context.Background()); !r.OK() {
 		t.Fatalf("after etcd is back: %+v", r)
 	}
 }
@@ -104,7 +104,7 @@ func TestCheckSlowIsNotHung(t *testing.T) {
 	a := newStuckAPI(200 * time.Millisecond) // above a tenth of HUNG_AFTER
 	c := newHungChecker(t, a, 300*time.Millisecond, time.Second)
 	r := c.Check(context.Background())
-	if r.OK || r.Hung || r.Duration < time.Second {
+	if r.OK() || r.Outcome == Hung || r.Duration < time.Second {
 		t.Fatalf("stuck /readyz, slow ping: %+v, want a timeout, not hung", r)
 	}
 	noVerdict(t, c, r, make(chan Transition, 1))
@@ -127,7 +127,7 @@ func TestCheckLateAnswerAfterSlowPing(t *testing.T) {
 	a := newStuckAPI(150 * time.Millisecond)
 	c := newHungChecker(t, a, 300*time.Millisecond, 3*time.Second)
 	time.AfterFunc(700*time.Millisecond, a.unstick)
-	if r := c.Check(context.Background()); !r.OK || r.Hung {
+	if r := c.Check(context.Background()); !r.OK() || r.Outcome == Hung {
 		t.Fatalf("answer at 700ms: %+v, want ok", r)
 	}
 }
@@ -137,7 +137,7 @@ func TestCheckHungOff(t *testing.T) {
 	for _, hung := range []time.Duration{0, 500 * time.Millisecond} {
 		a := newStuckAPI(0)
 		c := newHungChecker(t, a, hung, 500*time.Millisecond)
-		if r := c.Check(context.Background()); r.OK || r.Hung {
+		if r := c.Check(context.Background()); r.OK() || r.Outcome == Hung {
 			t.Errorf("HUNG_AFTER %v: %+v, want a plain timeout", hung, r)
 		}
 		a.mu.Lock()
@@ -155,7 +155,7 @@ func TestCheckFastAnswerNoPing(t *testing.T) {
 	a.unstick()
 	c := newHungChecker(t, a, 300*time.Millisecond, time.Second)
 	for range 3 {
-		if r := c.Check(context.Background()); !r.OK {
+		if r := c.Check(context.Background()); !r.OK() {
 			t.Fatalf("%+v", r)
 		}
 	}
@@ -173,7 +173,7 @@ func TestCheckHungOnLivezAfterReadyzFailed(t *testing.T) {
 	a := newStuckAPI(0)
 	a.readyFails = true
 	c := newHungChecker(t, a, 2*time.Second, 10*time.Second)
-	if r := c.Check(context.Background()); r.OK || !r.Hung {
+	if r := c.Check(context.Background()); r.OK() || r.Outcome != Hung {
 		t.Fatalf("/readyz 500 for etcd, /livez stuck, fast ping: %+v, want hung", r)
 	}
 }
@@ -185,7 +185,7 @@ func TestCheckHungPingForbidden(t *testing.T) {
 		a := newStuckAPI(0)
 		a.pingStatus = code
 		c := newHungChecker(t, a, time.Second, 5*time.Second)
-		if r := c.Check(context.Background()); !r.Hung {
+		if r := c.Check(context.Background()); r.Outcome != Hung {
 			t.Errorf("ping %d: %+v, want hung", code, r)
 		}
 	}
@@ -202,13 +202,13 @@ func TestCheckHungOnKeptConnection(t *testing.T) {
 	stuck := a.release
 	a.release = open // answers at once
 	a.mu.Unlock()
-	if r := c.Check(context.Background()); !r.OK || c.probe.conn == nil {
+	if r := c.Check(context.Background()); !r.OK() || c.probe.conn == nil {
 		t.Fatalf("healthy check: %+v, kept connection %v", r, c.probe.conn != nil)
 	}
 	a.mu.Lock()
 	a.release = stuck
 	a.mu.Unlock()
-	if r := c.Check(context.Background()); !r.Hung {
+	if r := c.Check(context.Background()); r.Outcome != Hung {
 		t.Fatalf("second check on the kept connection: %+v, want hung", r)
 	}
 }
@@ -255,15 +255,15 @@ func TestCheckStallJudged(t *testing.T) {
 	c := newHungChecker(t, a, time.Second, 3*time.Second)
 	j := &judge{seen: "etcd's connections lose no segments"}
 	c.cfg.Stalls = j
-	if r := c.Check(context.Background()); !r.Hung || !strings.Contains(r.Reason, "(etcd's connections lose no segments)") || j.asked != 1 {
+	if r := c.Check(context.Background()); r.Outcome != Hung || !strings.Contains(r.Reason, "(etcd's connections lose no segments)") || j.asked != 1 {
 		t.Fatalf("a stall of etcd's: %+v (asked %d), want hung with what was seen", r, j.asked)
 	}
 	j.network = true
 	time.AfterFunc(1500*time.Millisecond, a.unstick)
-	if r := c.Check(context.Background()); !r.OK || !r.Stalled || j.asked != 2 {
+	if r := c.Check(context.Background()); !r.OK() || !r.Stalled || j.asked != 2 {
 		t.Fatalf("a stall of the network's, answered at 1.5s: %+v (asked %d), want ok, stalled", r, j.asked)
 	}
-	if r := c.Check(context.Background()); !r.OK || r.Stalled {
+	if r := c.Check(context.Background()); !r.OK() || r.Stalled {
 		t.Fatalf("answered at once: %+v, want ok, not stalled", r)
 	}
 }
@@ -274,7 +274,7 @@ func TestCheckStallJudgeNotAskedOnSlowPing(t *testing.T) {
 	c := newHungChecker(t, a, 300*time.Millisecond, 600*time.Millisecond)
 	j := &judge{}
 	c.cfg.Stalls = j
-	if r := c.Check(context.Background()); r.Hung || j.asked != 0 {
+	if r := c.Check(context.Background()); r.Outcome == Hung || j.asked != 0 {
 		t.Fatalf("slow ping: %+v, judge asked %d times, want a timeout and no question", r, j.asked)
 	}
 }
@@ -289,7 +289,7 @@ func TestCheckAnsweredWhileJudged(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the answer is on its way meanwhile
 		return false, "etcd's connections lose no segments"
 	})
-	if r := c.Check(context.Background()); !r.OK || r.Hung || r.Stalled {
+	if r := c.Check(context.Background()); !r.OK() || r.Outcome == Hung || r.Stalled {
 		t.Fatalf("answered while the judge was asked: %+v, want ok, not stalled (the judge said etcd's)", r)
 	}
 }

@@ -36,7 +36,7 @@ func TestCheckRefused(t *testing.T) {
 	l.Close()
 	c := newDrainChecker(t, "https://"+addr)
 	r := c.Check(context.Background())
-	if r.OK || !r.Refused {
+	if r.OK() || r.Outcome != Refused {
 		t.Fatalf("closed port: %+v", r)
 	}
 	out := make(chan Transition, 1)
@@ -66,7 +66,7 @@ func TestCheckReset(t *testing.T) {
 		}
 	}()
 	c := newDrainChecker(t, "https://"+l.Addr().String())
-	if r := c.Check(context.Background()); r.OK || !r.Refused {
+	if r := c.Check(context.Background()); r.OK() || r.Outcome != Refused {
 		t.Fatalf("reset connection: %+v", r)
 	}
 }

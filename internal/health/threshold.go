@@ -94,20 +94,20 @@ func (t *thresholds) hung() (State, bool) {
 // else counts towards a threshold.
 func (t *thresholds) judge(r Result) (State, bool) {
 	switch {
-	case !r.OK:
+	case !r.OK():
 		t.steadyRun = 0
 	case !r.Stalled:
 		t.steadyRun++
 	}
-	switch {
-	case r.Draining:
+	switch r.Outcome {
+	case Drained:
 		return t.drain()
-	case r.Refused:
+	case Refused:
 		return t.refused()
-	case r.Hung:
+	case Hung:
 		return t.hung()
 	default:
-		return t.observe(r.OK)
+		return t.observe(r.OK())
 	}
 }
 

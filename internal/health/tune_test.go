@@ -46,7 +46,7 @@ func TestSettledAfterARiseReload(t *testing.T) {
 	out := make(chan Transition, 16)
 	ctx := context.Background()
 	for _, ok := range []bool{true, true, true, false, true, true} {
-		c.observe(ctx, Result{OK: ok}, out)
+		c.observe(ctx, Result{Outcome: passed(ok)}, out)
 	}
 	var last Transition
 	for len(out) > 0 {
@@ -56,7 +56,7 @@ func TestSettledAfterARiseReload(t *testing.T) {
 		t.Fatalf("after a failure and two passes at rise 3: %+v, want healthy, unsettled", last)
 	}
 	c.thr.rise = 1 // a reload (tune.go), between two checks
-	c.observe(ctx, Result{OK: true}, out)
+	c.observe(ctx, Result{Outcome: Passed}, out)
 	if len(out) == 0 {
 		t.Fatal("settled after the reload, and nothing sent")
 	}

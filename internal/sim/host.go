@@ -193,20 +193,20 @@ func (h *host) answer(timeout, hungAfter time.Duration) (health.Result, time.Dur
 	switch h.api {
 	case apiSlow:
 		if h.slowBy < timeout {
-			return health.Result{OK: true, Status: 200}, h.slowBy
+			return health.Result{Outcome: health.Passed, Status: 200}, h.slowBy
 		}
 		return health.Result{Reason: "timeout"}, timeout
 	case apiHung:
 		if hungAfter > 0 && hungAfter < timeout {
-			return health.Result{Hung: true, Reason: "hung"}, hungAfter + time.Millisecond
+			return health.Result{Outcome: health.Hung, Reason: "hung"}, hungAfter + time.Millisecond
 		}
 		return health.Result{Reason: "timeout"}, timeout
 	case apiRefused:
-		return health.Result{Refused: true, Reason: "connection refused"}, time.Millisecond
+		return health.Result{Outcome: health.Refused, Reason: "connection refused"}, time.Millisecond
 	case apiDraining:
-		return health.Result{Draining: true, Status: 500, Reason: "shutting down"}, 3 * time.Millisecond
+		return health.Result{Outcome: health.Drained, Status: 500, Reason: "shutting down"}, 3 * time.Millisecond
 	}
-	return health.Result{OK: true, Status: 200}, 3 * time.Millisecond
+	return health.Result{Outcome: health.Passed, Status: 200}, 3 * time.Millisecond
 }
 
 // setAPI changes the apiserver's state; a process that ends closes the

@@ -82,7 +82,7 @@ func (s *Spreader) SetLocal(st health.State) { s.pool.SetHealth(0, fromState(st)
 // LocalResult sees each of the node's own checks: a passing one lets the
 // local apiserver take connections again after a failed dial.
 func (s *Spreader) LocalResult(r health.Result) {
-	if r.OK {
+	if r.OK() {
 		s.pool.CheckPassed(0)
 	}
 }
@@ -217,7 +217,7 @@ func (s *Spreader) serve(ctx context.Context, ls Listeners, steer *Steer) {
 // watch feeds backend i's checks into the pool.
 func (s *Spreader) watch(ctx context.Context, i int, c *health.Checker) {
 	c.OnResult = func(r health.Result) {
-		if r.OK {
+		if r.OK() {
 			s.pool.CheckPassed(i)
 		}
 	}

@@ -44,7 +44,7 @@ func TestSpreaderBackendsHealth(t *testing.T) {
 		t.Errorf("status %+v: want local up, the unchecked one down, the other unknown", st)
 	}
 	s.pool.DialFailed(0)
-	s.LocalResult(health.Result{OK: true})
+	s.LocalResult(health.Result{Outcome: health.Passed})
 	if s.Status()[0].DialFailed {
 		t.Error("a passing local check left the failed dial's mark")
 	}
