@@ -290,28 +290,35 @@ func (r *Reconciler) count(changes []Change) []Change {
 	return changes
 }
 
-// Resume reports whether every owned VIP is on the interface exactly as
-// configured now (at start: left there by an earlier run whose process
-// died) and, if so, keeps them: the election keeps them until its verdict,
-// so their lifetime is renewed from now on (at once: what is left of the
-// dead run's may run out while the election listens) until a Step decides
-// them. They are not held (installed by this run) until then.
+// Resume reports whether owned VIPs are on the interface as configured now
+// (at start: left there by an earlier run whose process died) — at least
+// one, and none with another prefix; one may be missing, kept down by the
+// conflict check (another host answers for it) — and, if so, keeps those
+// found: the election keeps them until its verdict, so their lifetime is
+// renewed from now on (at once: what is left of the dead run's may run out
+// while the election listens) until a Step decides them. They are not held
+// (installed by this run) until then.
 func (r *Reconciler) Resume() (bool, error) {
 	actual, err := r.addrs.List()
 	if err != nil {
 		return false, err
 	}
+	var found []netip.Prefix
 	for _, vip := range r.owned {
-		if present := matching(actual, vip.Addr()); len(present) != 1 || present[0] != vip {
+		switch present := matching(actual, vip.Addr()); {
+		case len(present) == 0:
+		case len(present) != 1 || present[0] != vip:
 			return false, nil
+		default:
+			found = append(found, vip)
 		}
 	}
-	if len(r.owned) == 0 {
+	if len(found) == 0 {
 		return false, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, vip := range r.owned {
+	for _, vip := range found {
 		r.kept[vip.Addr()] = true
 	}
 	return true, nil

@@ -42,8 +42,9 @@ type Config struct {
 	Interval time.Duration
 	Sends    int // advertisements per Interval (Params.Sends)
 	Preempt  bool
-	// Resume: every VIP was bound on the interface at start, left by an
-	// earlier run that was killed. They stay until the first health
+	// Resume: the VIPs were bound on the interface at start (one may be
+	// missing: the conflict check kept it down), left by an earlier run
+	// that was killed. They stay until the first health
 	// verdict: healthy resumes as master at once (Machine.Resume), anything
 	// else — unhealthy, another master heard, no verdict within
 	// resumeWait — removes them as a fresh start does.

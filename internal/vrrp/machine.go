@@ -96,7 +96,8 @@ type Machine struct {
 	master         netip.Addr
 	masterPriority uint8 // priority of the last advertisement a backup heard from its master
 	// failOpenSince: since when that master advertises the fail-open
-	// priority (zero: it does not).
+	// priority while we keep our priority (zero: it does not): how long a
+	// healthy backup has waited for its own settling (SettleWithin).
 	failOpenSince time.Time
 	candidate     bool  // SetCandidate's last word; state Fault ignores it until carrier returns
 	took          Cause // why we last became master (NoTakeover: not by a takeover)
@@ -166,6 +167,9 @@ func (m *Machine) SetPriority(p uint8, now time.Time) []Action {
 		return nil
 	}
 	m.p.Priority = p
+	if !m.failOpenSince.IsZero() {
+		m.failOpenSince = now // healthy just now: our wait for settling starts
+	}
 	if m.state == Master {
 		m.deadline = now.Add(m.sendEvery())
 		return []Action{{Send: true, Priority: p}}
@@ -229,8 +233,8 @@ func (m *Machine) settleBound(priority uint8, failingFor time.Duration) bool {
 }
 
 // failingFor returns how long src, advertising priority now, has
-// advertised the fail-open priority as the master we follow; 0 for any
-// other.
+// advertised the fail-open priority as the master we follow, since our
+// priority last changed; 0 for any other.
 func (m *Machine) failingFor(src netip.Addr, priority uint8, now time.Time) time.Duration {
 	if priority != FailOpenPriority || src != m.master || m.masterPriority != FailOpenPriority || m.failOpenSince.IsZero() {
 		return 0

@@ -595,10 +595,27 @@ func TestSettlingHasATimeBound(t *testing.T) {
 	if want := t0.Add(16 * time.Second).Add(skew); took.IsZero() || took.After(want) || took.Before(want.Add(-every)) {
 		t.Fatalf("took over at %v, want 10 s after the master failed again, at its next advertisement + the skew (%v)", took.Sub(t0), want.Sub(t0))
 	}
-	if !strings.Contains(why, "advertised the fail-open priority 1 for 10") || b.Took() != FailOpenLong {
+	if !strings.Contains(why, "for 10s while this node was healthy") || b.Took() != FailOpenLong {
 		t.Fatalf("reason %q (cause %v), want the fail-open master's 10 s", why, b.Took())
 	}
+	// Healthy only at 15 s, the master failing since 0: the wait for our
+	// own settling counts from 15 s (a node back from its own failure
+	// settles first, TestVRRPFailOpenWhileEveryAPIServerIsDown).
+	p.Priority = FailOpenPriority
+	b = NewMachine(p)
+	b.SetCandidate(true, t0)
+	if took, why := advertise(0, 15*time.Second, FailOpenPriority); !took.IsZero() {
+		t.Fatalf("unhealthy, took over at %v (%s)", took.Sub(t0), why)
+	}
+	b.SetPriority(100, t0.Add(15*time.Second))
+	if took, why := advertise(15*time.Second, 25*time.Second, FailOpenPriority); !took.IsZero() {
+		t.Fatalf("took over %v after turning healthy (%s), before SettleWithin", took.Sub(t0.Add(15*time.Second)), why)
+	}
+	if took, _ := advertise(25*time.Second, 30*time.Second, FailOpenPriority); took.IsZero() || took.After(t0.Add(25*time.Second+every+skew)) {
+		t.Fatalf("took over at %v, want SettleWithin after turning healthy (at 25 s + the skew)", took.Sub(t0))
+	}
 	// No bound configured: settling holds for good.
+	p.Priority = 100
 	p.SettleWithin = 0
 	b = NewMachine(p)
 	b.SetCandidate(true, t0)

@@ -17,7 +17,7 @@ const (
 	MasterDown                  // no advertisement within the master down interval
 	Resigned                    // the master advertised priority 0
 	FailOpenMaster              // the master advertises the fail-open priority; we are healthy and settled
-	FailOpenLong                // the master has advertised the fail-open priority for SettleWithin; we are healthy
+	FailOpenLong                // the master has advertised the fail-open priority for SettleWithin while we were healthy
 	WeakerMaster                // Preempt, and the master advertises a lower priority
 	SilentServing               // silent for ServedWait, though its host still answers for the VIP
 	SilentGone                  // silent, and its host stopped answering for the VIP
@@ -44,7 +44,7 @@ func (t Takeover) String() string {
 	case FailOpenMaster:
 		return fmt.Sprintf("the master %s advertises the fail-open priority 1 (its apiserver fails its checks) and this node is healthy and settled", t.From)
 	case FailOpenLong:
-		return fmt.Sprintf("the master %s has advertised the fail-open priority 1 for %v (its apiserver fails its checks) and this node is healthy, not yet settled", t.From, t.Silent)
+		return fmt.Sprintf("the master %s has advertised the fail-open priority 1 (its apiserver fails its checks) for %v while this node was healthy, not yet settled", t.From, t.Silent)
 	case WeakerMaster:
 		return fmt.Sprintf("preempting the weaker master %s (priority %d)", t.From, t.Priority)
 	case SilentServing:

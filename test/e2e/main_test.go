@@ -19,6 +19,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(floodEnv); spec != "" { // this binary run as TestSpreadFlood's client
+		os.Exit(flood(spec))
+	}
 	if os.Geteuid() != 0 {
 		fmt.Println("e2e: skipped, needs root for network namespaces")
 		os.Exit(0)

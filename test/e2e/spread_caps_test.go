@@ -1,12 +1,13 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -104,10 +105,37 @@ func capsOf(t *testing.T, pid int) (eff, prm uint64) {
 	return eff, prm
 }
 
-// floodConns is how many idle connections TestSpreadFlood opens: both ends
-// live in this test process (the stand-in apiservers are in-process), and
-// its descriptors are limited to 20 000 here.
-const floodConns = 8000
+// floodConns is how many idle connections TestSpreadFlood opens, from a
+// process of their own in the client's namespace (this test binary run
+// with floodEnv): the stand-in apiservers are in this process, which holds
+// their ends, and a process's descriptors may be limited to 20 000.
+const floodConns = 10000
+
+// floodEnv makes this test binary the flood's client: ADDRESS,COUNT.
+const floodEnv = "NOVAEDGE_E2E_FLOOD"
+
+// flood opens count connections to address (spec "ADDRESS,COUNT"), says
+// "opened COUNT" and holds them, sending nothing, until it is killed.
+func flood(spec string) int {
+	addr, n, ok := strings.Cut(spec, ",")
+	count, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: want ADDRESS,COUNT\n", floodEnv, spec)
+		return 2
+	}
+	conns := make([]net.Conn, 0, count)
+	for range count {
+		c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+		if err != nil {
+			fmt.Printf("connection %d: %v\n", len(conns)+1, err)
+			return 1
+		}
+		conns = append(conns, c)
+	}
+	fmt.Printf("opened %d\n", len(conns))
+	time.Sleep(24 * time.Hour) // killed by the test
+	return 0
+}
 
 // maxFloodRSS is the daemon's resident memory that a flood of idle
 // connections must stay under: its idle 12-20 MiB, and the connections
@@ -115,7 +143,7 @@ const floodConns = 8000
 // Go heap's growth.
 const maxFloodRSS = 150 << 10 // KiB
 
-// TestSpreadFlood: one client opens 8000 connections to VIP:6443 and sends
+// TestSpreadFlood: one client opens 10 000 connections to VIP:6443 and sends
 // nothing. Past 1024 awaiting their first answer the holder pauses its
 // steering (new connections reach the local apiserver, as without
 // spreading), its memory stays bounded, no node's election changes and no
@@ -132,20 +160,12 @@ func TestSpreadFlood(t *testing.T) {
 	for i, p := range c.procs {
 		from[i] = p.Lines()
 	}
-	var conns []net.Conn
-	defer func() {
-		for _, cn := range conns {
-			cn.Close()
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for range floodConns {
-		cn, err := c.client.Dial(ctx, "192.0.2.100:6443")
-		if err != nil {
-			t.Fatalf("connection %d: %v", len(conns)+1, err)
-		}
-		conns = append(conns, cn)
+	flooder, err := c.client.Start("flood", []string{fmt.Sprintf("%s=192.0.2.100:6443,%d", floodEnv, floodConns)}, os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flooder.WaitLine(2*time.Minute, 0, fmt.Sprintf("opened %d", floodConns)); err != nil {
+		t.Fatalf("the flood's client: %v\n%s", err, flooder.Output())
 	}
 	waitLine(t, c.procs[h], from[h], "Spreading paused", "max_awaiting_answer=1024")
 	time.Sleep(3 * time.Second) // health checks and advertisements under the flood
@@ -164,10 +184,8 @@ func TestSpreadFlood(t *testing.T) {
 			}
 		}
 	}
-	for _, cn := range conns {
-		cn.Close()
-	}
-	conns = nil
+	_ = flooder.Signal(syscall.SIGKILL)
+	_, _ = flooder.Wait(10 * time.Second)
 	waitLine(t, c.procs[h], from[h], "Spreading resumed")
 }
 
