@@ -91,6 +91,9 @@ func (p live) apply(prev, cfg *config.Config) {
 	if p.elector != nil && prev.Preempt != cfg.Preempt {
 		p.elector.SetPreempt(cfg.Preempt)
 	}
+	if p.elector != nil && prev.HealthInterval != cfg.HealthInterval {
+		p.elector.SetSettleWithin(health.SettleWithin(cfg.HealthInterval))
+	}
 	if p.announcer != nil && (prev.GARPRepeat != cfg.GARPRepeat || prev.GARPRefresh != cfg.GARPRefresh) {
 		p.announcer.SetGARP(cfg.GARPRepeat, cfg.GARPRefresh)
 	}

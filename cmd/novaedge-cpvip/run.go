@@ -229,13 +229,13 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		return nil, err
 	}
 	rec.SetLifetime(l2.Lifetime(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck), time.Now)
-	resume, err := rec.Resume()
+	resume, err := rec.Resume(cfg.ConflictCheck)
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
 	}
 	var known *acd.Known // who we are, for the conflict check; nil without it
 	if cfg.ConflictCheck {
-		known = acd.NewKnown(cfg.Peers, acd.MemberFor(cfg.AdvertInterval, cfg.RestartWait), time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
+		known = acd.NewKnown(cfg.Peers, time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
 	}
 	var guard *acd.Guard
 	ask := func() { guard.ProbeNow() } // with known only, so with a guard
@@ -325,7 +325,7 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		conns = append(conns, conn)
 	}
 	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
-		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known), SettleWithin: health.SettleWithin(cfg.HealthInterval)}
+		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known, cfg), SettleWithin: health.SettleWithin(cfg.HealthInterval)}
 	if known != nil {
 		vcfg.ServedWait, vcfg.Ask = cfg.RestartWait, ask
 	}
@@ -334,12 +334,15 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 }
 
 // heard is what the election tells the identity of each advertisement of
-// our group; nil without a conflict check.
-func heard(known *acd.Known) func(netip.Addr) {
+// our group: a member for acd.MemberFor at the longer of our interval and
+// the one it advertises; nil without a conflict check.
+func heard(known *acd.Known, cfg *config.Config) func(netip.Addr, time.Duration) {
 	if known == nil {
 		return nil
 	}
-	return known.Heard
+	return func(src netip.Addr, interval time.Duration) {
+		known.Heard(src, acd.MemberFor(max(interval, cfg.AdvertInterval), cfg.RestartWait))
+	}
 }
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the

@@ -14,8 +14,9 @@ import (
 const maxHeard = 64
 
 // MemberFor is how long a router learned from its advertisements stays a
-// member after its latest one, for a group advertising every interval
-// whose backups wait restartWait for a silent master whose host answers:
+// member after its latest one, for a router advertising every interval in
+// a group whose backups wait restartWait for a silent master whose host
+// answers:
 // twice the longest a member's kernel may hold the VIP after its daemon
 // went silent (the backups' wait and a master down interval). A host whose
 // advertisement was forged, or that left the group, is a stranger again
@@ -32,10 +33,9 @@ func MemberFor(interval, restartWait time.Duration) time.Duration {
 // heard (Heard). Ours is a lookup, never I/O: a frame from a stranger costs
 // a map read, and a failure to read the kernel keeps what was known.
 type Known struct {
-	resolve   func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
-	grew      func()           // a MAC became ours: claims judged before may be a member's
-	now       func() time.Time
-	memberFor time.Duration // a heard member's membership after its latest advertisement; 0: for good
+	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
+	grew    func()           // a MAC became ours: claims judged before may be a member's
+	now     func() time.Time
 
 	mu    sync.Mutex
 	own   map[int]string         // interface index -> hardware address
@@ -47,20 +47,24 @@ type Known struct {
 	ours  map[string]bool // derived: the hardware addresses of the interfaces and the members
 }
 
-// heardAt is when a member last advertised: the clock's time, and a
-// sequence number that orders advertisements of one instant.
+// heardAt is when a member last advertised (the clock's time, and a
+// sequence number that orders advertisements of one instant) and until
+// when it stays one (zero: for good).
 type heardAt struct {
-	at  time.Time
-	seq uint64
+	at, until time.Time
+	seq       uint64
 }
 
 // NewKnown returns the identity of a node whose group has the unicast
-// peers (none: multicast, members are learned as they advertise, each a
-// member for memberFor after its latest advertisement by now; 0: for
-// good). resolve asks the kernel to resolve a member's address (NTF_USE);
-// grew is called when a hardware address becomes ours. Either may be nil.
-func NewKnown(peers []netip.Addr, memberFor time.Duration, now func() time.Time, resolve func(netip.Addr), grew func()) *Known {
-	k := &Known{resolve: resolve, grew: grew, now: now, memberFor: memberFor,
+// peers (none: multicast, members are learned as they advertise, Heard).
+// now is the clock (nil: time.Now); resolve asks the kernel to resolve a
+// member's address (NTF_USE); grew is called when a hardware address
+// becomes ours. Either may be nil.
+func NewKnown(peers []netip.Addr, now func() time.Time, resolve func(netip.Addr), grew func()) *Known {
+	if now == nil {
+		now = time.Now
+	}
+	k := &Known{resolve: resolve, grew: grew, now: now,
 		own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
 		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]heardAt{}, ours: map[string]bool{}}
 	for _, p := range peers {
@@ -85,14 +89,11 @@ func (k *Known) Ours(mac net.HardwareAddr) bool {
 	return k.ours[string(mac)]
 }
 
-// expire forgets the members heard longer than memberFor ago; under mu.
+// expire forgets the members whose membership has run out; under mu.
 func (k *Known) expire() {
-	if k.memberFor <= 0 {
-		return
-	}
-	gone := false
+	now, gone := k.now(), false
 	for a, h := range k.heard {
-		if k.now().Sub(h.at) > k.memberFor {
+		if !h.until.IsZero() && now.After(h.until) {
 			delete(k.heard, a)
 			gone = true
 		}
@@ -162,21 +163,23 @@ func (k *Known) isMember(a netip.Addr) bool {
 	return k.peers[a] || heard
 }
 
-// Heard records an advertisement of our group from src: src is a member.
+// Heard records an advertisement of our group from src: src is a member
+// for lasts (MemberFor; 0: for good).
 // One whose hardware address the table lacks is resolved at once (every
 // advertisement until it is: an entry the kernel flushed, a resolution
 // lost), so that its answer for the VIP, which follows its advertisement
 // when it becomes master, is known as ours.
-func (k *Known) Heard(src netip.Addr) {
+func (k *Known) Heard(src netip.Addr, lasts time.Duration) {
 	src = src.WithZone("")
 	k.mu.Lock()
 	k.expire()
 	_, known := k.heard[src]
 	k.seq++
-	k.heard[src] = heardAt{seq: k.seq}
-	if k.now != nil {
-		k.heard[src] = heardAt{at: k.now(), seq: k.seq}
+	h := heardAt{at: k.now(), seq: k.seq}
+	if lasts > 0 {
+		h.until = h.at.Add(lasts)
 	}
+	k.heard[src] = h
 	if !known && len(k.heard) > maxHeard {
 		k.evictOldest()
 	}

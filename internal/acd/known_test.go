@@ -24,7 +24,7 @@ type recorder struct {
 
 func newKnown(peers ...netip.Addr) (*Known, *recorder) {
 	r := &recorder{}
-	return NewKnown(peers, 0, nil, func(a netip.Addr) { r.resolved = append(r.resolved, a) }, func() { r.grew++ }), r
+	return NewKnown(peers, nil, func(a netip.Addr) { r.resolved = append(r.resolved, a) }, func() { r.grew++ }), r
 }
 
 // TestOwnInterfacesAreOurs: every interface of this host is ours, and
@@ -82,7 +82,7 @@ func TestHeardMembersStay(t *testing.T) {
 	for i := range 40 {
 		ip := netip.AddrFrom4([4]byte{192, 0, 2, byte(20 + i)})
 		mac := net.HardwareAddr{2, 0, 0, 0, 1, byte(i)}
-		k.Heard(ip)
+		k.Heard(ip, 0)
 		k.Neigh(ip, mac)
 		macs = append(macs, mac)
 	}
@@ -94,12 +94,12 @@ func TestHeardMembersStay(t *testing.T) {
 	if len(r.resolved) != 40 {
 		t.Fatalf("resolved %d new members, want each once (40)", len(r.resolved))
 	}
-	k.Heard(netip.MustParseAddr("192.0.2.20"))
+	k.Heard(netip.MustParseAddr("192.0.2.20"), 0)
 	if len(r.resolved) != 40 {
 		t.Fatal("a member heard again with an entry is not resolved again")
 	}
-	k.Heard(netip.MustParseAddr("192.0.2.200"))
-	k.Heard(netip.MustParseAddr("192.0.2.200"))
+	k.Heard(netip.MustParseAddr("192.0.2.200"), 0)
+	k.Heard(netip.MustParseAddr("192.0.2.200"), 0)
 	if len(r.resolved) != 42 {
 		t.Fatalf("resolved %d, want 42: a member without an entry is resolved at each advertisement until it has one", len(r.resolved))
 	}
@@ -110,10 +110,10 @@ func TestHeardMembersStay(t *testing.T) {
 func TestMemberFloodEvictsOldestHeardNotPeers(t *testing.T) {
 	k, _ := newKnown(peerA)
 	k.Neigh(peerA, member)
-	k.Heard(peerB)
+	k.Heard(peerB, 0)
 	k.Neigh(peerB, foreign)
 	for i := range maxHeard + 10 {
-		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}))
+		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), 0)
 	}
 	if !k.Ours(member) {
 		t.Fatal("a configured peer must survive a flood")
@@ -127,7 +127,7 @@ func TestMemberFloodEvictsOldestHeardNotPeers(t *testing.T) {
 // the new entry makes it ours, the old one is not any more.
 func TestMemberNewMAC(t *testing.T) {
 	k, r := newKnown()
-	k.Heard(peerA)
+	k.Heard(peerA, 0)
 	k.Neigh(peerA, member)
 	newMAC := net.HardwareAddr{2, 0, 0, 0, 0, 7}
 	k.Neigh(peerA, newMAC)
@@ -157,7 +157,7 @@ func heardNotResolved() (*harness, *Known) {
 	k, _ := newKnown()
 	h.g.id = k
 	k.SetGrew(h.g.Rejudge)
-	k.Heard(peerA)
+	k.Heard(peerA, 0)
 	h.advance(0)
 	h.advance(AnswerWait) // a probe went unanswered
 	return h, k
@@ -200,7 +200,7 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("reported %v before it mattered", h.g.Conflicts())
 	}
-	k.Heard(peerA)
+	k.Heard(peerA, 0)
 	k.Neigh(peerA, member)
 	h.advance(0)
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
@@ -220,14 +220,14 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 // member made its interface again while our table had no entry for it).
 func TestNeighGoneResolvesAgain(t *testing.T) {
 	k, r := newKnown()
-	k.Heard(peerA)
+	k.Heard(peerA, 0)
 	k.Neigh(peerA, member)
 	r.resolved = nil
 	k.NeighGone(peerA)
 	if !k.Ours(member) {
 		t.Fatal("the latest MAC of a member must stay ours when its entry goes")
 	}
-	k.Heard(peerA)
+	k.Heard(peerA, 0)
 	if !slices.Equal(r.resolved, []netip.Addr{peerA}) {
 		t.Fatalf("resolved %v after the entry went, want [%s]", r.resolved, peerA)
 	}
@@ -265,10 +265,10 @@ func TestStrangersClaimOutlivesAMemberLearnedLater(t *testing.T) {
 func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
 	now := time.Unix(1000, 0)
 	forAWhile := MemberFor(200*time.Millisecond, 4*time.Second)
-	k := NewKnown([]netip.Addr{peerB}, forAWhile, func() time.Time { return now }, nil, nil)
+	k := NewKnown([]netip.Addr{peerB}, func() time.Time { return now }, nil, nil)
 	k.Neigh(peerA, member)
 	k.Neigh(peerB, foreign)
-	k.Heard(peerA)
+	k.Heard(peerA, forAWhile)
 	if !k.Ours(member) {
 		t.Fatal("a router heard advertising must be a member")
 	}
@@ -276,7 +276,7 @@ func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
 	if !k.Ours(member) {
 		t.Fatalf("a member heard %v ago must still be one", forAWhile)
 	}
-	k.Heard(peerA) // advertising again: counted from now
+	k.Heard(peerA, forAWhile) // advertising again: counted from now
 	now = now.Add(forAWhile)
 	if !k.Ours(member) {
 		t.Fatal("a member that advertised again must stay one")

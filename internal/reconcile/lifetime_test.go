@@ -156,7 +156,7 @@ func TestRenewOnly(t *testing.T) {
 func TestResumeRenewsTheFoundVIP(t *testing.T) {
 	f := reconciletest.New(nodeIP, vip4)
 	r, c := lifetimeRec(f)
-	if ok, err := r.Resume(); !ok || err != nil {
+	if ok, err := r.Resume(false); !ok || err != nil {
 		t.Fatalf("resume: %v %v", ok, err)
 	}
 	f.Take()
@@ -182,7 +182,32 @@ func TestResumeRenewsTheFoundVIP(t *testing.T) {
 	if got := f.Take(); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "del 192.0.2.100/32") }) {
 		t.Fatalf("not resumed, the found VIP stayed: %q", got)
 	}
-	if ok, _ := New(reconciletest.New(nodeIP), []netip.Prefix{vip4}).Resume(); ok {
+	if ok, _ := New(reconciletest.New(nodeIP), []netip.Prefix{vip4}).Resume(true); ok {
 		t.Error("resumed a VIP that is not bound")
+	}
+}
+
+// TestResumeWithOneVIPMissing: a dual stack whose IPv6 VIP another host
+// answers for was held with IPv4 alone: with the conflict check, that is
+// resumed; without it, or with both missing, or one bound with another
+// prefix (not ours as configured), it is not.
+func TestResumeWithOneVIPMissing(t *testing.T) {
+	other := netip.MustParsePrefix("2001:db8::100/64")
+	for _, tt := range []struct {
+		name       string
+		bound      []netip.Prefix
+		missingOne bool
+		want       bool
+	}{
+		{"IPv4 alone, conflict check", []netip.Prefix{vip4}, true, true},
+		{"IPv4 alone, no conflict check", []netip.Prefix{vip4}, false, false},
+		{"both", []netip.Prefix{vip4, vip6}, false, true},
+		{"none", nil, true, false},
+		{"IPv6 with another prefix", []netip.Prefix{vip4, other}, true, false},
+	} {
+		f := reconciletest.New(append([]netip.Prefix{nodeIP}, tt.bound...)...)
+		if got, err := New(f, []netip.Prefix{vip4, vip6}).Resume(tt.missingOne); got != tt.want || err != nil {
+			t.Errorf("%s: resume %v (%v), want %v", tt.name, got, err, tt.want)
+		}
 	}
 }

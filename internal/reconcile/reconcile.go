@@ -290,15 +290,15 @@ func (r *Reconciler) count(changes []Change) []Change {
 	return changes
 }
 
-// Resume reports whether owned VIPs are on the interface as configured now
-// (at start: left there by an earlier run whose process died) — at least
-// one, and none with another prefix; one may be missing, kept down by the
-// conflict check (another host answers for it) — and, if so, keeps those
-// found: the election keeps them until its verdict, so their lifetime is
-// renewed from now on (at once: what is left of the dead run's may run out
-// while the election listens) until a Step decides them. They are not held
-// (installed by this run) until then.
-func (r *Reconciler) Resume() (bool, error) {
+// Resume reports whether the owned VIPs are on the interface as configured
+// now (at start: left there by an earlier run whose process died) — every
+// one, or with missingOne all but one (the conflict check kept it down:
+// another host answers for it), and none with another prefix — and, if so,
+// keeps those found: the election keeps them until its verdict, so their
+// lifetime is renewed from now on (at once: what is left of the dead run's
+// may run out while the election listens) until a Step decides them. They
+// are not held (installed by this run) until then.
+func (r *Reconciler) Resume(missingOne bool) (bool, error) {
 	actual, err := r.addrs.List()
 	if err != nil {
 		return false, err
@@ -313,7 +313,7 @@ func (r *Reconciler) Resume() (bool, error) {
 			found = append(found, vip)
 		}
 	}
-	if len(found) == 0 {
+	if len(found) == 0 || len(found) < len(r.owned) && !(missingOne && len(found) == len(r.owned)-1) {
 		return false, nil
 	}
 	r.mu.Lock()

@@ -83,9 +83,9 @@ func (h *host) start() *daemon {
 	if h.role == ours {
 		d.rec.SetLifetime(l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck), func() time.Time { return s.w.now })
 	}
-	resume, _ := d.rec.Resume()
+	resume, _ := d.rec.Resume(h.role == ours && h.cfg.ConflictCheck)
 	if h.role == ours && h.cfg.ConflictCheck {
-		d.known = acd.NewKnown(h.cfg.Peers, acd.MemberFor(h.cfg.AdvertInterval, h.cfg.RestartWait), func() time.Time { return s.w.now }, d.resolve, func() { d.poke("identity grew") })
+		d.known = acd.NewKnown(h.cfg.Peers, func() time.Time { return s.w.now }, d.resolve, func() { d.poke("identity grew") })
 		vips := make([]netip.Addr, len(d.vips))
 		for i, v := range d.vips {
 			vips[i] = v.Addr()
@@ -411,7 +411,7 @@ func (d *daemon) handle(f frame) {
 			return
 		}
 		if d.known != nil {
-			d.known.Heard(f.ip)
+			d.known.Heard(f.ip, acd.MemberFor(max(f.adv.IntervalDuration(), d.cfg.AdvertInterval), d.cfg.RestartWait))
 		}
 		d.core.Receive(f.adv, f.ip, now)
 	case claim:
@@ -526,7 +526,7 @@ func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
 	if to == vrrp.Master {
 		o.d.masterSince = now
 		inv := &o.d.h.s.inv
-		if o.d.h.role == ours && (o.d.core.Took() == vrrp.FailOpenMaster || o.d.core.Took() == vrrp.WeakerMaster) && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
+		if o.d.h.role == ours && o.d.core.Took().NeedsSettled() && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
 		}
 		if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {

@@ -14,12 +14,12 @@ import (
 )
 
 var (
-	seeds     = flag.Int("sim.seeds", 300, "schedules to run")
-	firstSeed = flag.Uint64("sim.first", 1, "the first seed")
-	budget    = flag.Duration("sim.budget", 0, "run schedules for this long instead of -sim.seeds")
-	oneSeed   = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
-	collect   = flag.Bool("sim.collect", false, "run every schedule and list the invariants broken, with their seeds, instead of stopping at the first")
-	print     = flag.String("sim.fingerprint", "", "write each schedule's seed and the hash of its trace to this file, and log one hash of them all: a change that only restructures the product's code leaves them as they were")
+	seeds        = flag.Int("sim.seeds", 300, "schedules to run")
+	firstSeed    = flag.Uint64("sim.first", 1, "the first seed")
+	budget       = flag.Duration("sim.budget", 0, "run schedules for this long instead of -sim.seeds")
+	oneSeed      = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
+	collect      = flag.Bool("sim.collect", false, "run every schedule and list the invariants broken, with their seeds, instead of stopping at the first")
+	fingerprints = flag.String("sim.fingerprint", "", "write each schedule's seed and the hash of its trace to this file, and log one hash of them all: a change that only restructures the product's code leaves them as they were")
 )
 
 // TestSimulation runs seeded schedules and fails on the first invariant
@@ -45,7 +45,7 @@ func TestSimulation(t *testing.T) {
 		}
 		r := Run(seed, nil)
 		runs, events, virtual, expected = runs+1, events+r.Events, virtual+r.Virtual, expected+r.Expected
-		if *print != "" {
+		if *fingerprints != "" {
 			fmt.Fprintf(&fingerprint, "%d %x\n", seed, hash(r))
 		}
 		if r.Failure != nil && *collect {
@@ -62,8 +62,8 @@ func TestSimulation(t *testing.T) {
 			Shrink(Run(seeds[0], nil)).Report(40))
 	}
 	el := time.Since(start)
-	if *print != "" {
-		if err := os.WriteFile(*print, fingerprint.Bytes(), 0o644); err != nil {
+	if *fingerprints != "" {
+		if err := os.WriteFile(*fingerprints, fingerprint.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("FINGERPRINT %x of seeds %d-%d", fnv64(fingerprint.Bytes()), *firstSeed, *firstSeed+uint64(runs)-1)
@@ -73,9 +73,9 @@ func TestSimulation(t *testing.T) {
 		virtual.Seconds()/el.Seconds(), virtual.Round(time.Second), expected)
 }
 
-// TestDeterministic: a seed is its run, event for event. Seeds 123, 132
-// and 192 ran a conflict check that logged and resolved in Go's map order:
-// their runs differed now and then.
+// TestDeterministic: a seed is its run, event for event, whatever Go's map
+// order (seeds 123, 132 and 192 run a conflict check over two VIPs and
+// several members).
 func TestDeterministic(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 123, 123, 132, 132, 192, 192} {
 		a, b := Run(seed, nil), Run(seed, nil)

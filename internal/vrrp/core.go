@@ -144,6 +144,9 @@ func (c *Core) SetPrimary(a netip.Addr) { c.m.SetPrimary(a) }
 // SetPreempt changes Preempt (a reload).
 func (c *Core) SetPreempt(on bool) { c.m.SetPreempt(on) }
 
+// SetSettleWithin changes SettleWithin (a reload).
+func (c *Core) SetSettleWithin(d time.Duration) { c.m.SetSettleWithin(d) }
+
 // Took is Machine.Took (the simulation's invariant).
 func (c *Core) Took() Cause { return c.m.Took() }
 

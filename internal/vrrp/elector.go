@@ -104,6 +104,10 @@ func (e *Elector) SetPriority(p uint8) {
 // SetPreempt changes whether a stronger backup takes the VIP from a weaker master.
 func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
 
+// SetSettleWithin changes how long settling holds a healthy backup back
+// from a fail-open master (Config.SettleWithin).
+func (e *Elector) SetSettleWithin(d time.Duration) { e.inst.SetSettleWithin(d) }
+
 // CaughtUp is Instance.CaughtUp.
 func (e *Elector) CaughtUp(t time.Time) bool { return e.inst.CaughtUp(t) }
 

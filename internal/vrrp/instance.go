@@ -52,7 +52,7 @@ type Config struct {
 	// Heard, if set, sees the source of every advertisement of our group
 	// (both families): the routers of this election, whose answers for the
 	// VIP are no conflict (internal/acd's Known). It must not block.
-	Heard func(src netip.Addr)
+	Heard func(src netip.Addr, interval time.Duration)
 	// ServedWait is how long a backup waits for a silent master whose host
 	// still answers for the VIPs (Params.ServedWait). It asks with Ask
 	// (probe the VIPs now; it must not block), and hears the answers
@@ -88,6 +88,7 @@ type Instance struct {
 	log      *slog.Logger
 	priority chan priority
 	preempt  chan bool
+	settle   chan time.Duration // SettleWithin, reloaded
 	settled  chan bool
 	served   chan answer   // Served's latest answer
 	asking   atomic.Bool   // Ask was called and Served has not answered it
@@ -133,7 +134,7 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	if cfg.Ask == nil {
 		cfg.ServedWait = 0
 	}
-	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1),
+	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1), settle: make(chan time.Duration, 1),
 		settled: make(chan bool, 1), served: make(chan answer, 1),
 		link: make(chan struct{}, 1), lapsed: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
@@ -175,6 +176,15 @@ func (i *Instance) SetPreempt(on bool) {
 	default:
 	}
 	i.preempt <- on
+}
+
+// SetSettleWithin changes SettleWithin; only the latest value counts.
+func (i *Instance) SetSettleWithin(d time.Duration) {
+	select {
+	case <-i.settle:
+	default:
+	}
+	i.settle <- d
 }
 
 // answer is an answer for a VIP to the backup's asking (Served).
@@ -317,6 +327,8 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 		case on := <-i.preempt:
 			i.catchUp(core, packets)
 			core.SetPreempt(on)
+		case d := <-i.settle:
+			core.SetSettleWithin(d)
 		case on := <-i.settled:
 			i.catchUp(core, packets)
 			core.SetUnsettled(!on, time.Now())
@@ -466,7 +478,7 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 		}
 		i.received.Add(1)
 		if i.cfg.Heard != nil {
-			i.cfg.Heard(src)
+			i.cfg.Heard(src, a.IntervalDuration())
 		}
 		if k > 0 {
 			continue

@@ -128,6 +128,10 @@ func (m *Machine) SetPrimary(a netip.Addr) { m.p.Primary = a }
 // advertisement a backup hears.
 func (m *Machine) SetPreempt(on bool) { m.p.Preempt = on }
 
+// SetSettleWithin changes SettleWithin (a reload of the health interval):
+// it counts at the next advertisement.
+func (m *Machine) SetSettleWithin(d time.Duration) { m.p.SettleWithin = d }
+
 // State returns the current state.
 func (m *Machine) State() State { return m.state }
 
@@ -236,10 +240,16 @@ func (m *Machine) settleBound(priority uint8, failingFor time.Duration) bool {
 // advertised the fail-open priority as the master we follow, since our
 // priority last changed; 0 for any other.
 func (m *Machine) failingFor(src netip.Addr, priority uint8, now time.Time) time.Duration {
-	if priority != FailOpenPriority || src != m.master || m.masterPriority != FailOpenPriority || m.failOpenSince.IsZero() {
+	if priority != FailOpenPriority || !m.followsFailing(src) {
 		return 0
 	}
 	return now.Sub(m.failOpenSince)
+}
+
+// followsFailing says whether src is the master we follow and we count how
+// long it has advertised the fail-open priority.
+func (m *Machine) followsFailing(src netip.Addr) bool {
+	return !m.failOpenSince.IsZero() && src == m.master && m.masterPriority == FailOpenPriority
 }
 
 // follow makes src, advertising priority at now, the master we follow.
@@ -247,17 +257,11 @@ func (m *Machine) follow(src netip.Addr, priority uint8, now time.Time) {
 	switch {
 	case priority != FailOpenPriority:
 		m.failOpenSince = time.Time{}
-	case m.failOpenSince.IsZero() || src != m.master || m.masterPriority != FailOpenPriority:
+	case !m.followsFailing(src):
 		m.failOpenSince = now
 	}
 	m.master, m.masterPriority = src, priority
 }
-
-// TookFromLive says whether the latest takeover was from a live master
-// (one at the fail-open priority, or with Preempt a weaker one), brought
-// forward to the handover skew, not a master down interval run out nor a
-// resignation.
-func (m *Machine) TookFromLive() bool { return m.took.Live() }
 
 // Took returns why we last became master (NoTakeover: not by a takeover).
 func (m *Machine) Took() Cause { return m.took }
@@ -265,7 +269,7 @@ func (m *Machine) Took() Cause { return m.took }
 // fromLive is the takeover at now of the live master we follow.
 func (m *Machine) fromLive(now time.Time) Takeover {
 	if m.masterPriority == FailOpenPriority && m.p.Unsettled {
-		return Takeover{Cause: FailOpenLong, From: m.master, Silent: now.Sub(m.failOpenSince).Round(time.Millisecond)}
+		return Takeover{Cause: FailOpenLong, From: m.master, For: now.Sub(m.failOpenSince).Round(time.Millisecond)}
 	}
 	if m.masterPriority == FailOpenPriority {
 		return Takeover{Cause: FailOpenMaster, From: m.master}
@@ -288,6 +292,8 @@ func (m *Machine) takeOverSoon(now time.Time, t Takeover) {
 		m.deadline, m.wait = at, backupWait{phase: soon, since: m.wait.since, soon: t}
 	case m.wait.phase != soon:
 		m.wait = backupWait{phase: counting, since: m.wait.since} // no more asking
+	case t.Cause.Live():
+		m.wait.soon = t // due already: now for this reason (settled, or past SettleWithin)
 	}
 }
 
@@ -482,7 +488,11 @@ func (m *Machine) Timeout(now time.Time) []Action {
 	switch m.state {
 	case Backup:
 		if now.Before(m.deadline) { // the question is due
-			m.wait.ask, m.wait.phase = now, map[bool]waitPhase{false: asking, true: reasking}[m.wait.answered()]
+			next := asking
+			if m.wait.answered() {
+				next = reasking
+			}
+			m.wait.ask, m.wait.phase = now, next
 			return []Action{{Ask: true}}
 		}
 		t := Takeover{Cause: MasterDown}
@@ -490,9 +500,9 @@ func (m *Machine) Timeout(now time.Time) []Action {
 		case m.wait.phase == soon:
 			t = m.wait.soon
 		case m.wait.answered() && silent >= m.p.ServedWait:
-			t = Takeover{Cause: SilentServing, Silent: silent}
+			t = Takeover{Cause: SilentServing, For: silent}
 		case m.wait.answered():
-			t = Takeover{Cause: SilentGone, Silent: silent}
+			t = Takeover{Cause: SilentGone, For: silent}
 		}
 		acts := m.becomeMaster(now, t.String())
 		m.took = t.Cause
@@ -552,7 +562,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case a.Priority > m.p.Priority || (a.Priority == m.p.Priority && src.Compare(m.p.Primary) > 0):
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("advertisement from %s with priority %d", src, a.Priority)
-			return m.toBackupFrom(src, now, reason)
+			return m.toBackupFrom(src, a.Priority, now, reason)
 		case m.wasAbsent(now) && (a.Priority > FailOpenPriority || m.p.Priority == FailOpenPriority || m.p.Unsettled) &&
 			!(m.p.Preempt && a.Priority < m.p.Priority && !m.p.Unsettled):
 			// Our own advertisement is overdue by as long as the backups
@@ -566,7 +576,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			m.masterAdverInt = a.IntervalDuration()
 			reason := fmt.Sprintf("%s took over while this node was not running (our advertisement %v overdue)",
 				src, now.Sub(m.deadline).Round(time.Millisecond))
-			return m.toBackupFrom(src, now, reason)
+			return m.toBackupFrom(src, a.Priority, now, reason)
 		case !m.lastAnswer.IsZero() && now.Sub(m.lastAnswer) < m.p.Interval:
 			// Answered one within the interval already: discarded, as RFC
 			// 5798 does, so a host sending weaker advertisements fast gets
@@ -599,8 +609,8 @@ func (m *Machine) toBackup(now time.Time, reason string) []Action {
 	return []Action{{To: Backup, Changed: true, Reason: reason}}
 }
 
-func (m *Machine) toBackupFrom(src netip.Addr, now time.Time, reason string) []Action {
+func (m *Machine) toBackupFrom(src netip.Addr, priority uint8, now time.Time, reason string) []Action {
 	acts := m.toBackup(now, reason)
-	m.master = src
+	m.follow(src, priority, now)
 	return acts
 }

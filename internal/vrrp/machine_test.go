@@ -623,3 +623,27 @@ func TestSettlingHasATimeBound(t *testing.T) {
 		t.Fatalf("without SettleWithin, took over at %v (%s)", took.Sub(t0), why)
 	}
 }
+
+// TestYieldedToAStrongerMasterFollowsIt: a node that took the VIP from a
+// fail-open master yields to a stronger one and follows it at that
+// master's priority: a settledness flicker before its next advertisement
+// does not make it take the VIP back as from a fail-open master.
+func TestYieldedToAStrongerMasterFollowsIt(t *testing.T) {
+	failing, stronger := netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.13")
+	b := NewMachine(params(100, "192.0.2.12"))
+	b.SetCandidate(true, t0)
+	b.Receive(adv(FailOpenPriority, 20), failing, t0)
+	if b.Timeout(b.Deadline()); b.State() != Master || b.Took() != FailOpenMaster {
+		t.Fatalf("did not take the VIP from the fail-open master: %v, %v", b.State(), b.Took())
+	}
+	at := t0.Add(time.Second)
+	b.Receive(adv(200, 20), stronger, at)
+	if b.State() != Backup {
+		t.Fatalf("did not yield to the stronger master: %v", b.State())
+	}
+	b.SetUnsettled(true, at.Add(10*time.Millisecond))
+	b.SetUnsettled(false, at.Add(20*time.Millisecond))
+	if d := b.Deadline().Sub(at); d != b.MasterDownInterval() {
+		t.Fatalf("after a settledness flicker its timer runs %v from the stronger master's advertisement, want the master down interval %v", d, b.MasterDownInterval())
+	}
+}

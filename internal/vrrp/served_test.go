@@ -263,10 +263,8 @@ func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
 
 // TestPreemptWhileWaitingForAServingHost: a backup whose silent master's
 // host answers (it waits for it) hears a weaker master with Preempt: it
-// takes the VIP for preempting it, a live master, not for a silence. The
-// machine took the reason of the wait before the takeover had a phase of
-// its own (the simulation, seed 187: a keepalived node at priority 70
-// preempted "for 272 ms of silence").
+// takes the VIP for preempting it, a live master, not for a silence (the
+// simulation, seed 187: a keepalived node at priority 70).
 func TestPreemptWhileWaitingForAServingHost(t *testing.T) {
 	p := servedParams()
 	p.Preempt = true
@@ -280,7 +278,7 @@ func TestPreemptWhileWaitingForAServingHost(t *testing.T) {
 	at := t0.Add(time.Second)
 	m.Receive(adv(70, 20), weaker, at)
 	took, reason, _ := runSilent(m, at.Add(time.Minute), func(time.Time) bool { return true })
-	if took.IsZero() || !strings.Contains(reason, "preempting the weaker master 192.0.2.13 (priority 70)") || !m.TookFromLive() {
-		t.Fatalf("took over at %v for %q (from a live master: %v), want preempting 192.0.2.13", took, reason, m.TookFromLive())
+	if took.IsZero() || !strings.Contains(reason, "preempting the weaker master 192.0.2.13 (priority 70)") || !m.Took().Live() {
+		t.Fatalf("took over at %v for %q (cause %v), want preempting 192.0.2.13", took, reason, m.Took())
 	}
 }

@@ -9,9 +9,9 @@ import (
 // Cause is why a backup takes the VIP from its master.
 type Cause int
 
-// The causes. A takeover from a live master (FailOpenMaster, WeakerMaster)
-// (and FailOpenLong) is brought forward to the handover skew, as one from a master that
-// Resigned; the others wait out the Master_Down_Timer.
+// The causes. A takeover from a live master (FailOpenMaster, FailOpenLong,
+// WeakerMaster) is brought forward to the handover skew, as one from a
+// master that Resigned; the others wait out the Master_Down_Timer.
 const (
 	NoTakeover     Cause = iota // not a takeover: a resume, a rejoin, carrier back
 	MasterDown                  // no advertisement within the master down interval
@@ -27,13 +27,18 @@ const (
 // the takeover.
 func (c Cause) Live() bool { return c == FailOpenMaster || c == FailOpenLong || c == WeakerMaster }
 
+// NeedsSettled says whether a takeover for this cause needs this node's
+// health settled (Params.Unsettled): one from a live master, but past
+// SettleWithin.
+func (c Cause) NeedsSettled() bool { return c == FailOpenMaster || c == WeakerMaster }
+
 // Takeover is a backup's reason to become master: its cause, the master it
 // replaces and what that master last said.
 type Takeover struct {
 	Cause    Cause
-	From     netip.Addr    // the master replaced (Resigned, FailOpenMaster, WeakerMaster)
+	From     netip.Addr    // the master replaced (Resigned, FailOpenMaster, FailOpenLong, WeakerMaster)
 	Priority uint8         // its advertised priority (WeakerMaster)
-	Silent   time.Duration // how long it was silent (SilentServing, SilentGone), or failing (FailOpenLong)
+	For      time.Duration // how long it was silent (SilentServing, SilentGone), or failing (FailOpenLong)
 }
 
 // String is the reason logged with the state change.
@@ -44,13 +49,13 @@ func (t Takeover) String() string {
 	case FailOpenMaster:
 		return fmt.Sprintf("the master %s advertises the fail-open priority 1 (its apiserver fails its checks) and this node is healthy and settled", t.From)
 	case FailOpenLong:
-		return fmt.Sprintf("the master %s has advertised the fail-open priority 1 (its apiserver fails its checks) for %v while this node was healthy, not yet settled", t.From, t.Silent)
+		return fmt.Sprintf("the master %s has advertised the fail-open priority 1 (its apiserver fails its checks) for %v while this node was healthy, not yet settled", t.From, t.For)
 	case WeakerMaster:
 		return fmt.Sprintf("preempting the weaker master %s (priority %d)", t.From, t.Priority)
 	case SilentServing:
-		return fmt.Sprintf("no advertisement for %v, though the master's host still answers for the VIP", t.Silent)
+		return fmt.Sprintf("no advertisement for %v, though the master's host still answers for the VIP", t.For)
 	case SilentGone:
-		return fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", t.Silent)
+		return fmt.Sprintf("no advertisement for %v, and the master's host stopped answering for the VIP", t.For)
 	default:
 		return "no advertisement within the master down interval"
 	}

@@ -84,7 +84,7 @@ func killedStaysDown(t *testing.T, down time.Duration) {
 	// An announcement goes to every host (gratuitous ARP to broadcast,
 	// unsolicited NA to ff02::1); the kernel's answers to the backups'
 	// probes while the dead run's VIP had lifetime left are unicast.
-	if sent := tshark(t, c.nodes[h], wire, fmt.Sprintf("eth.src == %s && ((arp.src.proto_ipv4 == 192.0.2.100 && eth.dst == ff:ff:ff:ff:ff:ff) || (icmpv6.nd.na.target_address == 2001:db8::100 && ipv6.dst == ff02::1))", mac),
+	if sent := tshark(t, c.nodes[h], wire, fmt.Sprintf("eth.src == %s && ((arp.src.proto_ipv4 == 192.0.2.100 && arp.dst.proto_ipv4 == 192.0.2.100 && eth.dst == ff:ff:ff:ff:ff:ff) || (icmpv6.nd.na.target_address == 2001:db8::100 && ipv6.dst == ff02::1))", mac),
 		"frame.time_relative", "arp.opcode", "icmpv6.type"); len(sent) > 0 {
 		t.Errorf("%s announced the VIP %d times after its daemon was killed: %v", c.nodes[h].Name, len(sent), sent)
 	}
@@ -189,13 +189,13 @@ func TestVIPLifetimeRenewed(t *testing.T) {
 
 // TestKillRestartWithAConflictOnOneFamily: a dual-stack group whose IPv6
 // VIP another host answers for (the holder binds IPv4 alone), the holder's
-// daemon SIGKILLed and started again 1.5 s later: the backups ask whether
-// the silent master's host still answers for the VIPs, the stranger
-// answers for IPv6 first and the master's kernel for IPv4; the stranger's
-// answer must not end the asking, so the backups wait (RESTART_WAIT) and
-// the restarted daemon resumes: the IPv4 VIP never leaves the holder. On
-// fb2b4e5's build the stranger's answer used up the backups' question and
-// one took over at the master down interval.
+// daemon SIGKILLed and started again 1.5 s later. The backups ask whether
+// the silent master's host still answers for the VIPs; the stranger's
+// answer for IPv6 does not end their asking, the master's kernel answers
+// for IPv4, and they wait (RESTART_WAIT). The restarted daemon finds the
+// IPv4 VIP alone bound and resumes with it: the IPv4 VIP never leaves the
+// holder. fb2b4e5's build fails it (the restarted daemon found not every
+// VIP bound and released the one it had).
 func TestKillRestartWithAConflictOnOneFamily(t *testing.T) {
 	c := newCluster(t, 3, "NOVAEDGE_CP_VIP_ADVERT_INTERVAL=200ms")
 	sq, err := c.AddHost("sq", mustPrefix("192.0.2.50/24"), mustPrefix("2001:db8::50/64"), false)
