@@ -71,6 +71,7 @@ func children(pid int) []int {
 type idleCost struct {
 	CPU     float64 // % of one core
 	RSS     float64 // MiB at the end
+	File    float64 // of which the pages of files (the executable's code): MiB
 	Wakeups float64 // context switches a second
 }
 
@@ -80,9 +81,13 @@ func footprintOver(t testing.TB, pids []int, d time.Duration) idleCost {
 	start := time.Now()
 	time.Sleep(d)
 	t1, rss, s1 := usage(t, pids)
+	file := 0
+	for _, pid := range pids {
+		file += statusField(fmt.Sprintf("/proc/%d/status", pid), "RssFile:")
+	}
 	const hz = 100 // USER_HZ on Linux
 	secs := time.Since(start).Seconds()
-	return idleCost{CPU: float64(t1-t0) / hz / secs * 100, RSS: float64(rss) / 1024, Wakeups: float64(s1-s0) / secs}
+	return idleCost{CPU: float64(t1-t0) / hz / secs * 100, RSS: float64(rss) / 1024, File: float64(file) / 1024, Wakeups: float64(s1-s0) / secs}
 }
 
 // idleWindow is BENCH_IDLE_SECONDS (default 60 s), the length of one
@@ -168,7 +173,8 @@ func BenchmarkIdleL2(b *testing.B) {
 		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: fig(got[1].CPU)},
 			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: fig(got[2].CPU)}}, Note: idleNote(over)})
 	record(b, Row{Name: "idle RSS, one VIP held, L2", Unit: "MiB", Ours: fig(got[0].RSS),
-		Others: versus("keepalived 2.2.7", fig(got[1].RSS))})
+		Others: versus("keepalived 2.2.7", fig(got[1].RSS)),
+		Note:   fmt.Sprintf("pages of files, the executable's code and libraries: ours %.1f MiB, keepalived's %.1f MiB", got[0].File, got[1].File)})
 	record(b, Row{Name: "idle wake-ups/s, one VIP held, L2", Unit: "/s", Ours: fig(got[0].Wakeups),
 		Others: []Compared{{Tool: "keepalived 2.2.7", Figure: fig(got[1].Wakeups)},
 			{Tool: "keepalived 2.2.7 (kubeadm guide's check script)", Figure: fig(got[2].Wakeups)}}, Note: idleNote(over)})
@@ -309,13 +315,14 @@ func measureWindows(b *testing.B, d time.Duration, trees ...[]int) []idleCost {
 	for w := range n {
 		for i, got := range measureAll(b, d, trees...) {
 			per[i] = append(per[i], got)
-			b.Logf("window %d, tree %d: CPU %.3f %%, RSS %.1f MiB, %.1f wake-ups/s", w+1, i, got.CPU, got.RSS, got.Wakeups)
+			b.Logf("window %d, tree %d: CPU %.3f %%, RSS %.1f MiB (files %.1f MiB), %.1f wake-ups/s", w+1, i, got.CPU, got.RSS, got.File, got.Wakeups)
 		}
 	}
 	out := make([]idleCost, len(trees))
 	for i, ws := range per {
 		out[i] = idleCost{CPU: median(ws, func(f idleCost) float64 { return f.CPU }),
-			RSS: median(ws, func(f idleCost) float64 { return f.RSS }), Wakeups: median(ws, func(f idleCost) float64 { return f.Wakeups })}
+			RSS: median(ws, func(f idleCost) float64 { return f.RSS }), File: median(ws, func(f idleCost) float64 { return f.File }),
+			Wakeups: median(ws, func(f idleCost) float64 { return f.Wakeups })}
 	}
 	return out
 }
