@@ -324,13 +324,14 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		}
 		conns = append(conns, conn)
 	}
-	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
+	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Priority: uint8(cfg.Priority), FailOpen: cfg.FailOpen,
+		Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
 		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known, cfg), SettleWithin: health.SettleWithin(cfg.HealthInterval)}
 	if known != nil {
 		vcfg.ServedWait, vcfg.Ask = cfg.RestartWait, ask
 	}
 	inst := vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
-	return vrrp.NewElector(inst, uint8(cfg.Priority), cfg.FailOpen, log), nil
+	return vrrp.NewElector(inst, log), nil
 }
 
 // heard is what the election tells the identity of each advertisement of

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/netip"
 
@@ -16,26 +15,13 @@ type HealthChecker interface {
 
 // Elector decides whether this node holds each VIP.
 type Elector interface {
-	// SetHealthy says whether the local apiserver is healthy, and why not.
-	SetHealthy(ok bool, reason string)
+	// Health hands it the health checker's latest transition (L2: the
+	// priority, settling and certainty in the election, vrrp.Core.Health;
+	// BGP: announce, demote or withdraw).
+	Health(tr health.Transition)
 	// Run decides until ctx ends, calling decide on every change. When it
 	// returns, this node has resigned (VRRP: priority 0 sent).
 	Run(ctx context.Context, decide func(vip netip.Prefix, hold bool))
-}
-
-// Settler is an elector that hands the VIP from a failing holder only to a
-// node whose health has settled (L2: vrrp.Elector); the agent tells it
-// before each health change.
-type Settler interface {
-	SetSettled(settled bool)
-}
-
-// Resigner is an elector whose holder hands the VIP over at once when its
-// apiserver certainly does not serve (health.Result.Certain) rather than
-// keep it until a settled node takes it (L2: vrrp.Elector); the agent tells
-// it before each health change.
-type Resigner interface {
-	SetCertain(certain bool)
 }
 
 // Announcer makes hold decisions true in the kernel and on the wire.
@@ -105,39 +91,18 @@ func (a *Agent) Run(ctx context.Context) {
 		close(electDone)
 	}()
 
-	certain := false // as last told to the elector
 	for {
 		select {
 		case tr := <-transitions:
-			if s, ok := a.Elector.(Settler); ok {
-				s.SetSettled(tr.Settled)
-			}
-			r, resigner := a.Elector.(Resigner)
-			if resigner {
-				r.SetCertain(tr.Certain)
-			}
+			a.Elector.Health(tr)
 			if !tr.Changed {
-				// Settled only, or certain now while unhealthy already
-				// (failing on time-outs, then refused): the elector hears
-				// the failure again, certain, and a holder hands over.
-				if resigner && tr.Certain && !certain {
-					a.Log.Warn("API server does not serve at all now, handing the VIP over", "reason", tr.Last.Reason)
-					a.Elector.SetHealthy(false, tr.Last.Reason)
-				}
-				certain = tr.Certain
 				continue
 			}
-			certain = tr.Certain
 			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
 			if tr.State == health.Draining {
 				a.Log.Warn("API server is shutting down, handing the VIP over")
 			}
-			reason := tr.Last.Reason
-			if reason == "" {
-				reason = fmt.Sprintf("status %d", tr.Last.Status)
-			}
-			a.record(tr.State.String(), "", reason)
-			a.Elector.SetHealthy(tr.State == health.Healthy, reason)
+			a.record(tr.State.String(), "", tr.Reason())
 			if a.Local != nil {
 				a.Local.SetLocal(tr.State)
 			}

@@ -135,8 +135,8 @@ func TestAgentTellsLocalHealth(t *testing.T) {
 
 func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
 	e := NewHealthElector([]netip.Prefix{vip4}, quiet)
-	e.SetHealthy(true, "")
-	e.SetHealthy(false, "status 500") // replaces the value not yet taken
+	e.Health(health.Transition{State: health.Healthy, Changed: true})
+	e.Health(health.Transition{State: health.Unhealthy, Changed: true, Last: health.Result{Reason: "status 500"}}) // replaces the value not yet taken
 	var got []bool
 	ctx, cancel := context.WithCancel(context.Background())
 	go e.Run(ctx, func(_ netip.Prefix, hold bool) { got = append(got, hold); cancel() })
@@ -149,7 +149,7 @@ func TestHealthElectorKeepsOnlyTheLatestCandidacy(t *testing.T) {
 // scriptedElector makes the decisions it is given, then waits for the end.
 type scriptedElector struct{ holds []bool }
 
-func (e scriptedElector) SetHealthy(bool, string) {}
+func (e scriptedElector) Health(health.Transition) {}
 func (e scriptedElector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	for _, h := range e.holds {
 		decide(vip4, h)
@@ -201,32 +201,34 @@ func (h transitions) Run(ctx context.Context, out chan<- health.Transition) {
 	}
 }
 
-// settlingElector records what the agent tells it.
-type settlingElector struct{ j *journal }
+// recordingElector records the transitions the agent hands it.
+type recordingElector struct{ j *journal }
 
-func (e settlingElector) SetHealthy(ok bool, _ string) { e.j.add(fmt.Sprintf("healthy %v", ok)) }
-func (e settlingElector) SetSettled(ok bool)           { e.j.add(fmt.Sprintf("settled %v", ok)) }
-func (e settlingElector) Run(ctx context.Context, _ func(netip.Prefix, bool)) {
+func (e recordingElector) Health(tr health.Transition) {
+	e.j.add(fmt.Sprintf("%s changed=%v settled=%v certain=%v", tr.State, tr.Changed, tr.Settled, tr.Certain))
+}
+func (e recordingElector) Run(ctx context.Context, _ func(netip.Prefix, bool)) {
 	<-ctx.Done()
 }
 
-// TestAgentTellsSettled: every transition tells a Settler whether the
-// node's health has settled, before its health; a change of Settled alone
-// is no health transition (nothing journaled, the elector's health untold).
-func TestAgentTellsSettled(t *testing.T) {
+// TestAgentHandsOverEveryTransition: the elector hears every transition,
+// in order, a change of Settled or Certain alone included (it owns what
+// they mean: vrrp.Core.Health); only a change of state is journaled.
+func TestAgentHandsOverEveryTransition(t *testing.T) {
 	j := &journal{seen: make(chan struct{}, 1)}
 	cj := &countingJournal{counts: map[string]int{}}
 	h := make(transitions)
-	a := &Agent{Health: h, Elector: settlingElector{j}, Announcer: fakeAnnouncer{&journal{seen: make(chan struct{}, 1)}},
+	a := &Agent{Health: h, Elector: recordingElector{j}, Announcer: fakeAnnouncer{&journal{seen: make(chan struct{}, 1)}},
 		Log: quiet, Journal: cj}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	h <- health.Transition{State: health.Healthy, Changed: true}
 	h <- health.Transition{State: health.Healthy, Settled: true}
-	h <- health.Transition{State: health.Healthy}
 	h <- health.Transition{State: health.Unhealthy, Changed: true}
-	j.waitFor(t, "settled false", "healthy true", "settled true", "settled false", "settled false", "healthy false")
+	h <- health.Transition{State: health.Unhealthy, Certain: true}
+	j.waitFor(t, "healthy changed=true settled=false certain=false", "healthy changed=false settled=true certain=false",
+		"unhealthy changed=true settled=false certain=false", "unhealthy changed=false settled=false certain=true")
 	cancel()
 	<-done
 	cj.mu.Lock()
@@ -234,29 +236,4 @@ func TestAgentTellsSettled(t *testing.T) {
 	if cj.counts["healthy"] != 1 || cj.counts["unhealthy"] != 1 {
 		t.Fatalf("journaled %v, want one healthy and one unhealthy", cj.counts)
 	}
-}
-
-type certainElector struct{ settlingElector }
-
-func (e certainElector) SetCertain(c bool) { e.j.add(fmt.Sprintf("certain %v", c)) }
-
-// TestAgentTellsCertain: every transition tells a Resigner whether the
-// failure is certain, before its health; an apiserver already unhealthy
-// (time-outs) that then refuses is told again, certain, so that a holder
-// hands the VIP over at once.
-func TestAgentTellsCertain(t *testing.T) {
-	j := &journal{seen: make(chan struct{}, 1)}
-	h := make(transitions)
-	a := &Agent{Health: h, Elector: certainElector{settlingElector{j}}, Announcer: fakeAnnouncer{&journal{seen: make(chan struct{}, 1)}}, Log: quiet}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	h <- health.Transition{State: health.Unhealthy, Changed: true}
-	h <- health.Transition{State: health.Unhealthy, Certain: true}
-	h <- health.Transition{State: health.Unhealthy, Certain: true, Settled: false}
-	j.waitFor(t, "settled false", "certain false", "healthy false",
-		"settled false", "certain true", "healthy false",
-		"settled false", "certain true")
-	cancel()
-	<-done
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // HealthElector holds every VIP while the local apiserver is healthy: the
@@ -19,13 +21,16 @@ func NewHealthElector(vips []netip.Prefix, log *slog.Logger) *HealthElector {
 	return &HealthElector{vips: vips, log: log, candidate: make(chan bool, 1)}
 }
 
-// SetHealthy implements Elector. Only the agent's goroutine calls it.
-func (e *HealthElector) SetHealthy(healthy bool, _ string) {
+// Health implements Elector. Only the agent's goroutine calls it.
+func (e *HealthElector) Health(tr health.Transition) {
+	if !tr.Changed {
+		return
+	}
 	select {
 	case <-e.candidate: // drop a value not yet taken: the latest wins
 	default:
 	}
-	e.candidate <- healthy
+	e.candidate <- tr.State == health.Healthy
 }
 
 // Run implements Elector.

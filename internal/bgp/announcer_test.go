@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
@@ -176,7 +177,8 @@ func TestElectorFailOpen(t *testing.T) {
 				close(done)
 			}()
 			for i, ok := range tt.steps {
-				e.SetHealthy(ok, "status 500")
+				st := map[bool]health.State{true: health.Healthy, false: health.Unhealthy}[ok]
+				e.Health(health.Transition{State: st, Changed: true, Last: health.Result{Reason: "status 500"}})
 				j.waitFor(t, tt.want[:2*(i+1)]...)
 			}
 			cancel()

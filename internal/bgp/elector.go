@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // Demoter is what the elector needs of the announcer.
@@ -40,8 +42,15 @@ func NewElector(vips []netip.Prefix, demoter Demoter, failOpen bool, log *slog.L
 	return &Elector{vips: vips, demoter: demoter, failOpen: failOpen, log: log, health: make(chan verdict, 1)}
 }
 
-// SetHealthy implements the agent's Elector. Only the agent's goroutine calls it.
-func (e *Elector) SetHealthy(ok bool, reason string) {
+// Health implements the agent's Elector: a change of state announces,
+// demotes or withdraws. Only the agent's goroutine calls it.
+func (e *Elector) Health(tr health.Transition) {
+	if tr.Changed {
+		e.setHealthy(tr.State == health.Healthy, tr.Reason())
+	}
+}
+
+func (e *Elector) setHealthy(ok bool, reason string) {
 	select {
 	case <-e.health: // drop a value not yet taken: the latest wins
 	default:

@@ -132,6 +132,15 @@ type Transition struct {
 	Last    Result
 }
 
+// Reason says why the state is what it is: the latest result's reason, or
+// its status when it has none.
+func (t Transition) Reason() string {
+	if t.Last.Reason != "" {
+		return t.Last.Reason
+	}
+	return fmt.Sprintf("status %d", t.Last.Status)
+}
+
 // Checker probes the apiserver's /livez. Run it in one goroutine: it issues
 // one request at a time, so at most one is in flight.
 type Checker struct {
@@ -142,13 +151,10 @@ type Checker struct {
 	tokens  *tokenSource
 	ca      *caSource
 	log     *slog.Logger
-	thr     thresholds
+	judge   Judge
 	tune    chan Timing // a reload's new timing, for Run
 	lastErr string
-	// sentSettled, sentCertain: the Settled and Certain of the latest
-	// transition sent.
-	sentSettled, sentCertain bool
-	timeout                  *quietio.Alarm // a check's timeout (withTimeout); nil until the first
+	timeout *quietio.Alarm // a check's timeout (withTimeout); nil until the first
 	// OnResult, if set, sees every result (for metrics). It must not block.
 	OnResult func(Result)
 
@@ -202,7 +208,7 @@ func New(cfg Config, log *slog.Logger, now func() time.Time) (*Checker, error) {
 		tokens: newTokenSource(cfg.TokenPath, now),
 		ca:     newCASource(cfg.CAFiles),
 		log:    log,
-		thr:    thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold},
+		judge:  Judge{thr: thresholds{fail: cfg.FailThreshold, rise: cfg.RiseThreshold}},
 		tune:   make(chan Timing, 1),
 	}, nil
 }
@@ -367,7 +373,7 @@ func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 			return
 		}
 		c.observe(ctx, r, out)
-		if c.probe.idle(ctx, start.Add(c.nextInterval())) {
+		if c.probe.idle(ctx, start.Add(c.judge.Next(c.cfg.Interval, c.cfg.FastInterval))) {
 			c.log.Debug("API server closed the kept connection, checking now")
 		}
 		if ctx.Err() != nil {
@@ -376,25 +382,14 @@ func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 	}
 }
 
-// nextInterval is FastInterval while failures are being counted towards
-// the threshold, else Interval.
-func (c *Checker) nextInterval() time.Duration {
-	fast := c.cfg.FastInterval
-	if c.thr.counting() && fast > 0 && fast < c.cfg.Interval {
-		return fast
-	}
-	return c.cfg.Interval
-}
-
 func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) {
 	if c.OnResult != nil {
 		c.OnResult(r)
 	}
-	prev := c.thr.state
-	state, changed := c.thr.judge(r)
-	settled := c.thr.settled()
+	prev := c.judge.State()
+	tr, send := c.judge.Observe(r)
 	c.mu.Lock()
-	c.stats.State, c.stats.Settled, c.stats.Last = state, settled, r
+	c.stats.State, c.stats.Settled, c.stats.Last = c.judge.State(), c.judge.Settled(), r
 	if r.OK() {
 		c.stats.Success++
 	} else {
@@ -407,13 +402,11 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 			lvl = slog.LevelWarn
 		}
 		c.log.Log(ctx, lvl, "Health check failed", "url", c.cfg.URL, "reason", r.Reason,
-			"consecutive", c.thr.failRun, "threshold", c.cfg.FailThreshold)
+			"consecutive", c.judge.Failures(), "threshold", c.cfg.FailThreshold)
 	}
-	certain := state != Healthy && r.Certain()
-	if changed || settled != c.sentSettled || certain != c.sentCertain { // against what was sent: a reload's RISE_THRESHOLD may change it between checks
-		c.sentSettled, c.sentCertain = settled, certain
+	if send {
 		select {
-		case out <- Transition{State: state, Changed: changed, Settled: settled, Certain: certain, Last: r}:
+		case out <- tr:
 		case <-ctx.Done():
 		}
 	}

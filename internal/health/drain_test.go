@@ -120,7 +120,7 @@ func TestThresholdsDrain(t *testing.T) {
 }
 
 func TestNextIntervalFastAfterFailure(t *testing.T) {
-	c := &Checker{cfg: Config{Interval: time.Second, FastInterval: 100 * time.Millisecond}, thr: thresholds{fail: 3, rise: 1}}
+	j := NewJudge(3, 1)
 	steps := []struct {
 		ok   bool
 		want time.Duration
@@ -132,14 +132,13 @@ func TestNextIntervalFastAfterFailure(t *testing.T) {
 		{true, time.Second},             // healthy again
 	}
 	for i, s := range steps {
-		c.thr.observe(s.ok)
-		if got := c.nextInterval(); got != s.want {
+		j.thr.observe(s.ok)
+		if got := j.Next(time.Second, 100*time.Millisecond); got != s.want {
 			t.Fatalf("step %d: %s, want %s", i, got, s.want)
 		}
 	}
-	c.cfg.FastInterval = 0
-	c.thr.observe(false)
-	if got := c.nextInterval(); got != time.Second {
+	j.thr.observe(false)
+	if got := j.Next(time.Second, 0); got != time.Second {
 		t.Fatalf("fast interval off: %s", got)
 	}
 }

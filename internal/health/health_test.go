@@ -454,47 +454,47 @@ func TestOneKeptConnection(t *testing.T) {
 // never settled.
 func TestSettled(t *testing.T) {
 	for _, rise := range []int{1, 2, 3} {
-		th := NewThresholds(3, rise)
+		th := &thresholds{fail: 3, rise: rise}
 		want := max(rise, SettleRun)
 		for k := 1; k <= want; k++ {
-			th.Judge(Result{Outcome: Passed})
-			if got := th.Settled(); got != (k >= want) {
+			th.judge(Result{Outcome: Passed})
+			if got := th.settled(); got != (k >= want) {
 				t.Errorf("rise %d: after %d passed checks settled %v", rise, k, got)
 			}
 		}
-		if st, changed := th.Judge(Result{}); st != Healthy || changed || th.Settled() {
-			t.Errorf("rise %d: one failed check: %v changed %v settled %v, want healthy, unchanged, unsettled", rise, st, changed, th.Settled())
+		if st, changed := th.judge(Result{}); st != Healthy || changed || th.settled() {
+			t.Errorf("rise %d: one failed check: %v changed %v settled %v, want healthy, unchanged, unsettled", rise, st, changed, th.settled())
 		}
 		for range want {
-			th.Judge(Result{Outcome: Passed})
+			th.judge(Result{Outcome: Passed})
 		}
-		if !th.Settled() {
+		if !th.settled() {
 			t.Errorf("rise %d: not settled again after %d passed checks", rise, want)
 		}
-		if th.Judge(Result{Outcome: Refused}); th.Settled() {
+		if th.judge(Result{Outcome: Refused}); th.settled() {
 			t.Errorf("rise %d: settled while unhealthy", rise)
 		}
-		if th.Judge(Result{Outcome: Drained}); th.Settled() {
+		if th.judge(Result{Outcome: Drained}); th.settled() {
 			t.Errorf("rise %d: settled while draining", rise)
 		}
 	}
-	if NewThresholds(3, 1).Settled() {
+	if (&thresholds{fail: 3, rise: 1}).settled() {
 		t.Error("settled before any check")
 	}
 	// A pass that came after a stall blamed on the network counts towards
 	// health, not towards settling (nor against it).
-	th := NewThresholds(3, 1)
-	th.Judge(Result{})
-	if st, _ := th.Judge(Result{Outcome: Passed, Stalled: true}); st != Healthy || th.Settled() {
-		t.Errorf("a pass after a stall: %v settled %v, want healthy, unsettled", st, th.Settled())
+	th := &thresholds{fail: 3, rise: 1}
+	th.judge(Result{})
+	if st, _ := th.judge(Result{Outcome: Passed, Stalled: true}); st != Healthy || th.settled() {
+		t.Errorf("a pass after a stall: %v settled %v, want healthy, unsettled", st, th.settled())
 	}
-	if th.Judge(Result{Outcome: Passed}); th.Settled() {
+	if th.judge(Result{Outcome: Passed}); th.settled() {
 		t.Error("one pass after the stalled one: settled")
 	}
-	if th.Judge(Result{Outcome: Passed, Stalled: true}); th.Settled() {
+	if th.judge(Result{Outcome: Passed, Stalled: true}); th.settled() {
 		t.Error("a stalled pass counted")
 	}
-	if th.Judge(Result{Outcome: Passed}); !th.Settled() {
+	if th.judge(Result{Outcome: Passed}); !th.settled() {
 		t.Error("two steady passes, a stalled one between: not settled")
 	}
 }

@@ -145,21 +145,52 @@ func (t *thresholds) settled() bool {
 // (FastInterval applies).
 func (t *thresholds) counting() bool { return t.failRun > 0 && t.state != Unhealthy }
 
-// Thresholds is the checker's rule from results to states, for a driver of
-// its own (internal/sim drives it on a virtual clock).
-type Thresholds struct{ t thresholds }
-
-// NewThresholds returns the rule for fail and rise consecutive results.
-func NewThresholds(fail, rise int) *Thresholds {
-	return &Thresholds{thresholds{fail: fail, rise: rise}}
+// Judge turns check results into the transitions the election hears:
+// the thresholds, settling and certainty. It has no clock and no
+// goroutine: Checker.Run drives it with real checks, the simulation with
+// its own.
+type Judge struct {
+	thr thresholds
+	// sentSettled, sentCertain: the Settled and Certain of the latest
+	// transition returned.
+	sentSettled, sentCertain bool
 }
 
-// Judge records one result and returns the state and whether it changed.
-func (t *Thresholds) Judge(r Result) (State, bool) { return t.t.judge(r) }
+// NewJudge returns the rule for fail and rise consecutive results.
+func NewJudge(fail, rise int) *Judge { return &Judge{thr: thresholds{fail: fail, rise: rise}} }
 
-// Counting says whether failures are being counted towards the threshold.
-func (t *Thresholds) Counting() bool { return t.t.counting() }
+// SetThresholds changes the thresholds from the next result on (a reload).
+func (j *Judge) SetThresholds(fail, rise int) { j.thr.fail, j.thr.rise = fail, rise }
+
+// Observe records one result and returns the transition it makes, if any:
+// a change of state, or of Settled or Certain against the latest one
+// returned (a reload's RISE_THRESHOLD may change settling between checks).
+func (j *Judge) Observe(r Result) (Transition, bool) {
+	state, changed := j.thr.judge(r)
+	settled := j.thr.settled()
+	certain := state != Healthy && r.Certain()
+	if !changed && settled == j.sentSettled && certain == j.sentCertain {
+		return Transition{}, false
+	}
+	j.sentSettled, j.sentCertain = settled, certain
+	return Transition{State: state, Changed: changed, Settled: settled, Certain: certain, Last: r}, true
+}
+
+// Next is the time from one check's start to the next's: fast while
+// failures are being counted towards the threshold, else interval.
+func (j *Judge) Next(interval, fast time.Duration) time.Duration {
+	if j.thr.counting() && fast > 0 && fast < interval {
+		return fast
+	}
+	return interval
+}
+
+// State is the state as of the latest result.
+func (j *Judge) State() State { return j.thr.state }
 
 // Settled is thresholds.settled: healthy long enough to take the VIP from
 // a failing holder.
-func (t *Thresholds) Settled() bool { return t.t.settled() }
+func (j *Judge) Settled() bool { return j.thr.settled() }
+
+// Failures is the count of consecutive failed checks.
+func (j *Judge) Failures() int { return j.thr.failRun }

@@ -24,7 +24,7 @@ func (c *Checker) retune() {
 	case t := <-c.tune:
 		c.cfg.Interval, c.cfg.FastInterval, c.cfg.Timeout, c.cfg.HungAfter = t.Interval, t.FastInterval, t.Timeout, t.HungAfter
 		c.cfg.FailThreshold, c.cfg.RiseThreshold = t.FailThreshold, t.RiseThreshold
-		c.thr.fail, c.thr.rise = t.FailThreshold, t.RiseThreshold
+		c.judge.SetThresholds(t.FailThreshold, t.RiseThreshold)
 		c.log.Info("Health check timing changed", "interval", t.Interval, "fast_interval", t.FastInterval,
 			"timeout", t.Timeout, "hung_after", t.HungAfter, "fail_threshold", t.FailThreshold, "rise_threshold", t.RiseThreshold)
 	default:

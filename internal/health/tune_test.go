@@ -42,7 +42,7 @@ func TestTuneThresholds(t *testing.T) {
 // compares with what it sent, not with the state before the check).
 func TestSettledAfterARiseReload(t *testing.T) {
 	_, c := healthyServer(t)
-	c.thr.rise = 3
+	c.judge.thr.rise = 3
 	out := make(chan Transition, 16)
 	ctx := context.Background()
 	for _, ok := range []bool{true, true, true, false, true, true} {
@@ -55,7 +55,7 @@ func TestSettledAfterARiseReload(t *testing.T) {
 	if last.State != Healthy || last.Settled {
 		t.Fatalf("after a failure and two passes at rise 3: %+v, want healthy, unsettled", last)
 	}
-	c.thr.rise = 1 // a reload (tune.go), between two checks
+	c.judge.thr.rise = 1 // a reload (tune.go), between two checks
 	c.observe(ctx, Result{Outcome: Passed}, out)
 	if len(out) == 0 {
 		t.Fatal("settled after the reload, and nothing sent")

@@ -37,12 +37,10 @@ type daemon struct {
 	cfg     *config.Config
 	started time.Time
 	core    *vrrp.Core
-	thr     *health.Thresholds
-	state   health.State
+	judge   *health.Judge
+	state   health.State // as of the latest transition
 	// healthySince: when state last became Healthy.
 	healthySince time.Time
-	seen         bool // healthy at least once since start (fail open)
-	certain      bool // the latest failure leaves no doubt (health.Result.Certain)
 	guard        *acd.Guard
 	known        *acd.Known
 	rec          *reconcile.Reconciler
@@ -111,12 +109,13 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		servedWait = h.cfg.RestartWait
 	}
-	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
+	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Priority: uint8(h.cfg.Priority), FailOpen: h.cfg.FailOpen,
+		Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
 		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait, SettleWithin: health.SettleWithin(h.cfg.HealthInterval)}, output{d}, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
 	d.core.SetPrimary(h.ip)
 	d.core.Carrier(h.linked(), s.w.now)
-	d.thr = health.NewThresholds(h.cfg.FailThreshold, h.cfg.RiseThreshold)
+	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
 		d.core.SetPriority(uint8(h.cfg.Priority), "", s.w.now) // no health check
 	} else {
@@ -297,11 +296,8 @@ func (d *daemon) wanted(vip netip.Addr) bool {
 func (d *daemon) check() {
 	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
 	d.after(took, "health result", func() {
-		d.judge(r)
-		next := d.cfg.HealthInterval
-		if fast := d.cfg.HealthFastInterval; d.thr.Counting() && fast > 0 && fast < next {
-			next = fast
-		}
+		d.observe(r)
+		next := d.judge.Next(d.cfg.HealthInterval, d.cfg.HealthFastInterval)
 		d.after(max(0, next-took), "health check", d.check)
 	})
 }
@@ -310,45 +306,24 @@ func (d *daemon) check() {
 // The running check loop goes on; this result counts like any other.
 func (d *daemon) checkNow() {
 	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
-	d.after(took, "health result (connection closed)", func() { d.judge(r) })
+	d.after(took, "health result (connection closed)", func() { d.observe(r) })
 }
 
-// judge applies the thresholds and tells the election (agent.Agent and
-// vrrp.Elector.SetHealthy).
-func (d *daemon) judge(r health.Result) {
-	was := d.thr.Settled()
-	st, changed := d.thr.Judge(r)
-	if settled := d.thr.Settled(); settled != was || changed {
-		d.core.SetUnsettled(!settled, d.h.s.w.now) // with every transition, before the priority, as agent.Agent does
-	}
-	certain := st != health.Healthy && r.Certain() // health.Transition.Certain; agent.Agent: the elector is a Resigner
-	if !changed {
-		if certain && !d.certain { // unhealthy already, now certain: told again
-			d.certain = true
-			d.elect(r.Reason)
-		}
-		d.certain = certain
+// observe hands a result to the checker's rule and its transition to the
+// election (health.Checker.observe, agent.Agent).
+func (d *daemon) observe(r health.Result) {
+	tr, ok := d.judge.Observe(r)
+	if !ok {
 		return
 	}
-	d.state = st
-	if st == health.Healthy {
-		d.healthySince = d.h.s.w.now
+	if tr.Changed {
+		d.state = tr.State
+		if tr.State == health.Healthy {
+			d.healthySince = d.h.s.w.now
+		}
+		d.h.s.w.logf("%s   health %s (%s)", d.h.name, tr.State, r.Reason)
 	}
-	d.h.s.w.logf("%s   health %s (%s)", d.h.name, st, r.Reason)
-	d.certain = certain
-	d.elect(r.Reason)
-}
-
-// elect gives the core the priority health and configuration make.
-func (d *daemon) elect(why string) {
-	ok := d.state == health.Healthy
-	d.seen = d.seen || ok
-	p := vrrp.ElectionPriority(ok, d.seen, d.cfg.FailOpen, uint8(d.cfg.Priority))
-	if ok {
-		why = "" // healthy (vrrp.Elector.SetHealthy)
-	}
-	d.core.SetCertain(!ok && d.certain)
-	d.core.SetPriority(p, why, d.h.s.w.now)
+	d.core.Health(tr, d.h.s.w.now)
 }
 
 // refresh is the instance's periodic interface check.
@@ -526,7 +501,7 @@ func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
 	if to == vrrp.Master {
 		o.d.masterSince = now
 		inv := &o.d.h.s.inv
-		if o.d.h.role == ours && o.d.core.Took().NeedsSettled() && !o.d.thr.Settled() && inv.unsettledTaker == "" { // keepalived has no health
+		if o.d.h.role == ours && o.d.core.Took().NeedsSettled() && !o.d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
 		}
 		if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
-	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
@@ -352,8 +351,8 @@ func (s *sim) reload(h *host, variant int) {
 	s.w.logf("%s   reloaded applied=%v restart=%v", h.name, applied, restart)
 	prev := d.cfg
 	d.cfg = merged
-	if prev.Priority != merged.Priority && d.state == health.Healthy {
-		d.core.SetPriority(uint8(merged.Priority), "", s.w.now)
+	if prev.Priority != merged.Priority {
+		d.core.SetBase(uint8(merged.Priority), s.w.now)
 	}
 	if prev.Preempt != merged.Preempt {
 		d.core.SetPreempt(merged.Preempt)

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ var (
 	oneSeed      = flag.Uint64("sim.seed", 0, "run this seed alone and print its trace")
 	collect      = flag.Bool("sim.collect", false, "run every schedule and list the invariants broken, with their seeds, instead of stopping at the first")
 	fingerprints = flag.String("sim.fingerprint", "", "write each schedule's seed and the hash of its trace to this file, and log one hash of them all: a change that only restructures the product's code leaves them as they were")
+	fpSkip       = flag.String("sim.fingerprint.skip", "", "leave the trace's lines matching this regular expression out of the fingerprint (log lines a change moved or added)")
 )
 
 // TestSimulation runs seeded schedules and fails on the first invariant
@@ -85,7 +87,14 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func hash(r Result) uint64 { return fnv64([]byte(strings.Join(r.trace.trace, "\n"))) }
+func hash(r Result) uint64 {
+	lines := r.trace.trace
+	if *fpSkip != "" {
+		skip := regexp.MustCompile(*fpSkip)
+		lines = slices.DeleteFunc(slices.Clone(lines), skip.MatchString)
+	}
+	return fnv64([]byte(strings.Join(lines, "\n")))
+}
 
 func fnv64(b []byte) uint64 {
 	h := fnv.New64a()

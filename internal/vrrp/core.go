@@ -40,6 +40,7 @@ type Core struct {
 	failing  string
 
 	certain bool // the latest failure leaves no doubt (SetCertain)
+	vote    vote // what health makes of our part (Health)
 
 	phase    Phase
 	resume   resuming // Resuming
@@ -98,7 +99,7 @@ type handover struct {
 
 // NewCore returns the core of an instance of cfg, not yet a candidate.
 func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
-	return &Core{cfg: cfg, out: out, log: log,
+	return &Core{cfg: cfg, out: out, log: log, vote: vote{base: cfg.Priority},
 		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt,
 			ServedWait: cfg.ServedWait, SettleWithin: cfg.SettleWithin})}
 }

@@ -4,102 +4,29 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // Elector runs the node's one VRRP instance for every VIP and implements
-// the agent's elector: health sets our priority in it.
-//
-// Fail open: a node whose apiserver fails stays in the election with
-// FailOpenPriority once it has been healthy since it started, so the VIP
-// stays where it is while no node is healthy, still moves if its holder
-// dies, and goes to a healthy node within that node's skew time once that
-// node's health has settled (health.SettleRun, SetSettled). A node
-// never healthy since it started takes no part, so nothing is bound before
-// bootstrap. With fail open off, an unhealthy node leaves the election.
+// the agent's elector: health sets our priority in it (Core.Health).
 type Elector struct {
-	inst     *Instance
-	failOpen bool
-	log      *slog.Logger
-
-	mu        sync.Mutex // guards the fields below
-	priority  uint8      // when healthy
-	healthy   bool
-	seen      bool   // healthy at least once since start
-	unhealthy string // why, while unhealthy
-	certain   bool   // the latest failure leaves no doubt (SetCertain)
+	inst *Instance
+	log  *slog.Logger
 }
 
-// NewElector returns an elector over inst; priority is ours while healthy.
-func NewElector(inst *Instance, priority uint8, failOpen bool, log *slog.Logger) *Elector {
-	return &Elector{inst: inst, priority: priority, failOpen: failOpen, log: log}
+// NewElector returns an elector over inst.
+func NewElector(inst *Instance, log *slog.Logger) *Elector {
+	return &Elector{inst: inst, log: log}
 }
 
-// ElectionPriority is the priority a node takes part in the election
-// with: its own while healthy; FailOpenPriority while unhealthy with fail
-// open, once it has been healthy since it started; else 0, not a
-// candidate.
-func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8 {
-	switch {
-	case healthy:
-		return priority
-	case failOpen && seenHealthy:
-		return FailOpenPriority
-	default:
-		return 0
-	}
-}
-
-// SetHealthy implements the agent's Elector.
-func (e *Elector) SetHealthy(ok bool, reason string) {
-	e.mu.Lock()
-	e.seen = e.seen || ok
-	e.healthy, e.unhealthy = ok, reason
-	if ok {
-		e.unhealthy = ""
-	}
-	defer e.mu.Unlock() // the priority sent is the one of the latest state, reloads included
-	p := ElectionPriority(ok, e.seen, e.failOpen, e.priority)
-	switch {
-	case ok:
-		e.log.Info("API server is healthy, joining VRRP election", "priority", p)
-	case p == FailOpenPriority && e.Leading() && e.certain:
-		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0: a healthy node takes it within its skew time; kept here with the fail-open priority if none does", "reason", reason)
-	case p == FailOpenPriority && e.Leading():
-		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "fail-open priority 1: a settled healthy node takes it within its skew time; kept here while none is", "reason", reason)
-	case p == FailOpenPriority:
-		e.log.Warn("API server is unhealthy, staying in the VRRP election with the fail-open priority", "priority", p, "reason", reason)
-	case e.Leading():
-		e.log.Warn("API server is unhealthy, releasing VIP", "vrrp", "sending priority 0", "reason", reason)
-	default:
-		e.log.Warn("API server is unhealthy, leaving VRRP election", "reason", reason)
-	}
-	e.inst.setPriority(priority{p: p, why: e.unhealthy, certain: !ok && e.certain}) // why: empty while healthy
-}
-
-// SetCertain implements the agent's Resigner: told before SetHealthy
-// whether the apiserver certainly does not serve (refused, draining).
-func (e *Elector) SetCertain(certain bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.certain = certain
-}
-
-// SetSettled implements the agent's Settler: an unsettled node does not
-// take the VIP from a fail-open master.
-func (e *Elector) SetSettled(settled bool) { e.inst.SetSettled(settled) }
+// Health implements the agent's Elector.
+func (e *Elector) Health(tr health.Transition) { e.inst.Health(tr) }
 
 // SetPriority changes our priority while healthy (a reload); a healthy
 // node takes part with it at once.
-func (e *Elector) SetPriority(p uint8) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.priority = p
-	if e.healthy {
-		e.inst.SetPriority(p, "")
-	}
-}
+func (e *Elector) SetPriority(p uint8) { e.inst.SetPriority(p) }
 
 // SetPreempt changes whether a stronger backup takes the VIP from a weaker master.
 func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
@@ -129,9 +56,7 @@ func (e *Elector) Established() bool {
 // unhealthy.
 func (e *Elector) FailOpen() (bool, string) {
 	st := e.inst.Status()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return st.State == Master && st.Priority == FailOpenPriority, e.unhealthy
+	return st.State == Master && st.Priority == FailOpenPriority, st.Failing
 }
 
 // Run implements the agent's Elector: it runs the instance until ctx ends.

@@ -61,7 +61,7 @@ func TestCarrierBackNotCandidate(t *testing.T) {
 // sends nothing while in fault, and comes back a backup.
 func TestInstanceFaultReleases(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
 	tr.down.Store(true)
 	waitDecisions(t, d, "releasing on carrier loss", func(h []bool) bool { return !last(h) })
@@ -94,7 +94,7 @@ func TestInstanceFaultReleases(t *testing.T) {
 // it does not bind the VIP on the new interface as master.
 func TestInterfaceMadeAgainRejoinsAsBackup(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
 	tr.made.Store(true)
 	inst.LinkChanged()

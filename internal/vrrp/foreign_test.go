@@ -11,7 +11,7 @@ import (
 // counted and remembered once per source.
 func TestForeignGroupIgnored(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
 	other := netip.MustParseAddr("192.0.2.15")
 	for range 3 {

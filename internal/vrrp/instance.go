@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/quietio"
 )
 
@@ -39,6 +40,10 @@ const refreshEvery = time.Second
 type Config struct {
 	VIPs     []netip.Prefix
 	VRID     uint8
+	Priority uint8 // ours while the apiserver is healthy (Core.Health)
+	// FailOpen: an unhealthy node that has been healthy since it started
+	// stays in the election with FailOpenPriority (ElectionPriority).
+	FailOpen bool
 	Interval time.Duration
 	Sends    int // advertisements per Interval (Params.Sends)
 	Preempt  bool
@@ -78,22 +83,23 @@ type Status struct {
 	Foreign    []Foreign // other groups heard on our VRID
 	Changed    time.Time
 	Reason     string
+	Failing    string // why the apiserver is unhealthy; empty while it is healthy
 }
 
 // Instance runs the election for the VIPs. Run owns the state machine;
-// other goroutines talk to it through SetPriority and Status.
+// other goroutines talk to it through Health, the setters and Status.
 type Instance struct {
 	cfg      Config
 	conns    []Transport // one per VIP, same order
 	log      *slog.Logger
-	priority chan priority
+	health   chan health.Transition // the latest not yet taken (Health)
+	base     chan uint8             // Priority, reloaded
 	preempt  chan bool
 	settle   chan time.Duration // SettleWithin, reloaded
-	settled  chan bool
-	served   chan answer   // Served's latest answer
-	asking   atomic.Bool   // Ask was called and Served has not answered it
-	link     chan struct{} // the interface changed: look at it now
-	lapsed   chan struct{} // a held VIP's lifetime ran out (Lapsed)
+	served   chan answer        // Served's latest answer
+	asking   atomic.Bool        // Ask was called and Served has not answered it
+	link     chan struct{}      // the interface changed: look at it now
+	lapsed   chan struct{}      // a held VIP's lifetime ran out (Lapsed)
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -134,58 +140,34 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	if cfg.Ask == nil {
 		cfg.ServedWait = 0
 	}
-	return &Instance{cfg: cfg, conns: conns, log: log, priority: make(chan priority, 1), preempt: make(chan bool, 1), settle: make(chan time.Duration, 1),
-		settled: make(chan bool, 1), served: make(chan answer, 1),
+	return &Instance{cfg: cfg, conns: conns, log: log, health: make(chan health.Transition, 1), base: make(chan uint8, 1),
+		preempt: make(chan bool, 1), settle: make(chan time.Duration, 1), served: make(chan answer, 1),
 		link: make(chan struct{}, 1), lapsed: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
-type priority struct {
-	p       uint8
-	why     string // why we are unhealthy, for the fail-open log
-	certain bool   // the apiserver certainly does not serve (Core.SetCertain)
-}
+// Health hands the core the health checker's latest transition
+// (Core.Health); only the latest counts.
+func (i *Instance) Health(tr health.Transition) { latest(i.health, tr) }
 
-// SetPriority sets our priority: 0 leaves the election (a master resigns),
-// 1-254 takes part with it; why says what made it change. Only the latest
-// value counts.
-func (i *Instance) SetPriority(p uint8, why string) { i.setPriority(priority{p: p, why: why}) }
+// SetPriority changes our priority while healthy (a reload, Core.SetBase);
+// only the latest value counts.
+func (i *Instance) SetPriority(p uint8) { latest(i.base, p) }
 
-func (i *Instance) setPriority(pr priority) {
+// latest puts v on ch, a channel of one, in place of a value not yet taken.
+func latest[T any](ch chan T, v T) {
 	select {
-	case <-i.priority:
+	case <-ch:
 	default:
 	}
-	i.priority <- pr
-}
-
-// SetSettled says whether our health has settled (Params.Unsettled is
-// its opposite); only the latest value counts.
-func (i *Instance) SetSettled(on bool) {
-	select {
-	case <-i.settled:
-	default:
-	}
-	i.settled <- on
+	ch <- v
 }
 
 // SetPreempt changes Preempt; only the latest value counts.
-func (i *Instance) SetPreempt(on bool) {
-	select {
-	case <-i.preempt:
-	default:
-	}
-	i.preempt <- on
-}
+func (i *Instance) SetPreempt(on bool) { latest(i.preempt, on) }
 
 // SetSettleWithin changes SettleWithin; only the latest value counts.
-func (i *Instance) SetSettleWithin(d time.Duration) {
-	select {
-	case <-i.settle:
-	default:
-	}
-	i.settle <- d
-}
+func (i *Instance) SetSettleWithin(d time.Duration) { latest(i.settle, d) }
 
 // answer is an answer for a VIP to the backup's asking (Served).
 type answer struct {
@@ -329,13 +311,12 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.SetPreempt(on)
 		case d := <-i.settle:
 			core.SetSettleWithin(d)
-		case on := <-i.settled:
+		case tr := <-i.health:
 			i.catchUp(core, packets)
-			core.SetUnsettled(!on, time.Now())
-		case pr := <-i.priority:
+			core.Health(tr, time.Now())
+		case p := <-i.base:
 			i.catchUp(core, packets)
-			core.SetCertain(pr.certain)
-			core.SetPriority(pr.p, pr.why, time.Now())
+			core.SetBase(p, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
 		case a := <-i.served:
@@ -348,7 +329,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.drain(core, packets)
 			core.Timeout(time.Now())
 		}
-		i.setStatus(func(s *Status) { s.Priority, s.Master = core.Priority(), core.Master() })
+		i.setStatus(func(s *Status) { s.Priority, s.Master, s.Failing = core.Priority(), core.Master(), core.Failing() })
 		resetTimer(timer, core.Deadline())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 // fakeTransport delivers the advertisements a test injects and records
@@ -112,7 +114,7 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 	vip := netip.MustParsePrefix("192.0.2.100/32")
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.13"), 100*time.Millisecond)
 	loser := netip.MustParseAddr("192.0.2.11")
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitFor := func(what string, cond func([]bool) bool) { t.Helper(); waitDecisions(t, d, what, cond) }
 	count := func(held []bool) (n int) {
 		for _, h := range held {
@@ -140,14 +142,30 @@ func TestWeakerMasterAnnouncedTwice(t *testing.T) {
 // runInstance runs an instance on a fake transport until the test ends.
 func runInstance(t *testing.T, primary netip.Addr, interval time.Duration) (*Instance, *fakeTransport, *decisions) {
 	t.Helper()
+	return runInstanceOf(t, primary, Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: interval})
+}
+
+// runInstanceOf runs an instance of cfg with one transport from primary.
+func runInstanceOf(t *testing.T, primary netip.Addr, cfg Config) (*Instance, *fakeTransport, *decisions) {
+	t.Helper()
 	tr := newFakeTransport(primary)
-	inst, d := startInstance(t, Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: interval}, tr)
+	inst, d := startInstance(t, cfg, tr)
 	return inst, tr, d
+}
+
+// healthy and tell hand inst the health checker's word (Instance.Health).
+func healthy(inst *Instance) { tell(inst, health.Healthy, true, "") }
+
+func tell(inst *Instance, st health.State, settled bool, why string) {
+	inst.Health(health.Transition{State: st, Changed: true, Settled: settled, Last: health.Result{Reason: why}})
 }
 
 // startInstance runs an instance of cfg over transports until the test ends.
 func startInstance(t *testing.T, cfg Config, transports ...Transport) (*Instance, *decisions) {
 	t.Helper()
+	if cfg.Priority == 0 {
+		cfg.Priority = 100
+	}
 	return runNew(t, NewInstance(cfg, transports, slog.New(slog.NewTextHandler(io.Discard, nil))))
 }
 
@@ -182,9 +200,9 @@ func last(h []bool) bool { return len(h) > 0 && h[len(h)-1] }
 // advertises (make before break), or until the handover wait passes.
 func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 100*time.Millisecond)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
-	inst.SetPriority(0, "")
+	tell(inst, health.Unhealthy, false, "status 500") // fail open off: priority 0
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		tr.mu.Lock()
@@ -208,9 +226,9 @@ func TestResignKeepsVIPUntilNewMaster(t *testing.T) {
 
 	// Nobody takes over: released after the handover wait all the same.
 	inst2, _, d2 := runInstance(t, netip.MustParseAddr("192.0.2.13"), 10*time.Millisecond)
-	inst2.SetPriority(100, "")
+	healthy(inst2)
 	waitDecisions(t, d2, "becoming master", last)
-	inst2.SetPriority(0, "")
+	tell(inst2, health.Unhealthy, false, "status 500")
 	waitDecisions(t, d2, "releasing after the handover wait", func(h []bool) bool { return !last(h) })
 }
 
@@ -233,7 +251,7 @@ func TestDualStackOneElection(t *testing.T) {
 	v4, v6 := netip.MustParsePrefix("192.0.2.100/32"), netip.MustParsePrefix("2001:db8::100/128")
 	tr4, tr6 := newFakeTransport(netip.MustParseAddr("192.0.2.11")), newFakeTransport(netip.MustParseAddr("fe80::11"))
 	inst, d := startInstance(t, Config{VIPs: []netip.Prefix{v4, v6}, VRID: 51, Interval: 20 * time.Millisecond}, tr4, tr6)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	waitDecisions(t, d, "both VIPs held", func(h []bool) bool { return len(h) >= 4 && h[len(h)-1] && h[len(h)-2] })
 	// A stronger master heard on IPv6 only: ignored.
 	tr6.in <- fakeRx{adv: Advertisement{VRID: 51, Priority: 200, Interval: 2, Addresses: []netip.Addr{v6.Addr()}}, src: netip.MustParseAddr("fe80::12")}
@@ -262,10 +280,11 @@ func TestDualStackOneElection(t *testing.T) {
 // priority advertises it at once and keeps the VIP; when a healthy master
 // advertises it yields, keeping the VIP for the hand-over grace first.
 func TestFailOpenMasterHandsOverToHealthy(t *testing.T) {
-	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.11"), 50*time.Millisecond)
-	inst.SetPriority(100, "")
+	inst, tr, d := runInstanceOf(t, netip.MustParseAddr("192.0.2.11"),
+		Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 50 * time.Millisecond, FailOpen: true})
+	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
-	inst.SetPriority(FailOpenPriority, "")
+	tell(inst, health.Unhealthy, false, "status 500") // fail open: priority 1
 	deadline := time.Now().Add(5 * time.Second)
 	for p := tr.sentPriorities(); len(p) == 0 || p[len(p)-1] != FailOpenPriority; p = tr.sentPriorities() {
 		if time.Now().After(deadline) {
@@ -291,11 +310,11 @@ func TestFailOpenMasterHandsOverToHealthy(t *testing.T) {
 func TestTimerWaitsForQueuedAdvertisements(t *testing.T) {
 	vip := netip.MustParseAddr("192.0.2.100")
 	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
-	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.PrefixFrom(vip, 32)}, VRID: 51, Interval: 100 * time.Millisecond},
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.PrefixFrom(vip, 32)}, VRID: 51, Priority: 100, Interval: 100 * time.Millisecond},
 		[]Transport{tr}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	inst.drainAtMost = 10 * time.Second // the test's scheduling is not what is tested
 	_, d := runNew(t, inst)
-	inst.SetPriority(100, "")
+	healthy(inst)
 	// Heard before the priority is set, an advertisement is ignored
 	// (Initialize; CI waited ten minutes for a master heard too soon).
 	for inst.Status().State != Backup {
@@ -338,7 +357,8 @@ func TestTimerWaitsForQueuedAdvertisements(t *testing.T) {
 // TestUnsettledInstanceFollowsFailOpen: an instance told it is unsettled
 // before its priority rises follows a fail-open master; settled, it takes over.
 func TestUnsettledInstanceFollowsFailOpen(t *testing.T) {
-	inst, tr, d := runInstance(t, netip.MustParseAddr("192.0.2.12"), 50*time.Millisecond)
+	inst, tr, d := runInstanceOf(t, netip.MustParseAddr("192.0.2.12"),
+		Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 50 * time.Millisecond, FailOpen: true})
 	fo := Advertisement{VRID: 51, Priority: FailOpenPriority, Interval: 5, Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -354,15 +374,14 @@ func TestUnsettledInstanceFollowsFailOpen(t *testing.T) {
 		}
 	}()
 	defer func() { close(stop); <-done }()
-	inst.SetSettled(false)
-	inst.SetPriority(FailOpenPriority, "unhealthy")
+	tell(inst, health.Healthy, false, "")
+	tell(inst, health.Unhealthy, false, "unhealthy") // priority 1: it was healthy
 	time.Sleep(300 * time.Millisecond)
-	inst.SetSettled(false)
-	inst.SetPriority(100, "")
+	tell(inst, health.Healthy, false, "")
 	time.Sleep(500 * time.Millisecond)
 	if st := inst.Status(); st.State != Backup || last(d.snapshot()) {
 		t.Fatalf("unsettled: %s %v, want a backup following the fail-open master", st.State, d.snapshot())
 	}
-	inst.SetSettled(true)
+	tell(inst, health.Healthy, true, "")
 	waitDecisions(t, d, "settled: takes over", last)
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
 )
 
 func resumeConfig(interval time.Duration) Config {
@@ -17,7 +19,7 @@ func resumeConfig(interval time.Duration) Config {
 func TestResumeKeepsVIPWhenHealthy(t *testing.T) {
 	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
 	inst, d := startInstance(t, resumeConfig(time.Second), tr)
-	inst.SetPriority(100, "") // healthy
+	healthy(inst)
 	waitDecisions(t, d, "resuming as master", last)
 	if h := d.snapshot(); slices.Contains(h, false) {
 		t.Fatalf("decisions %v: the VIP was released on the way", h)
@@ -35,7 +37,7 @@ func TestResumeKeepsVIPWhenHealthy(t *testing.T) {
 // within the master down interval.
 func TestResumeGivesUp(t *testing.T) {
 	for name, do := range map[string]func(*Instance, *fakeTransport){
-		"unhealthy": func(i *Instance, _ *fakeTransport) { i.SetPriority(0, "connection refused") },
+		"unhealthy": func(i *Instance, _ *fakeTransport) { tell(i, health.Unhealthy, false, "connection refused") },
 		"another master": func(_ *Instance, tr *fakeTransport) {
 			tr.in <- fakeRx{adv: adv(100, 100), src: netip.MustParseAddr("192.0.2.12")}
 		},
