@@ -51,25 +51,20 @@ type Loop struct {
 	period time.Duration
 	hooks  Hooks
 
-	mu      sync.Mutex
-	desired map[netip.Prefix]bool
-	again   map[netip.Prefix]bool // re-announce requests
-	words   uint64                // the election's words (Set, Hold) so far
-	taken   uint64                // words when the latest step's snapshot was taken
-	poke    chan struct{}
+	mu    sync.Mutex // guards words
+	words *Words
+	poke  chan struct{}
 }
 
 // NewLoop returns a Loop over rec, woken by events and every period.
 func NewLoop(rec *Reconciler, events <-chan Event, period time.Duration, hooks Hooks) *Loop {
-	return &Loop{rec: rec, events: events, period: period, hooks: hooks,
-		desired: map[netip.Prefix]bool{}, again: map[netip.Prefix]bool{}, poke: make(chan struct{}, 1)}
+	return &Loop{rec: rec, events: events, period: period, hooks: hooks, words: NewWords(), poke: make(chan struct{}, 1)}
 }
 
 // Set says whether vip should be held, and wakes the loop.
 func (l *Loop) Set(vip netip.Prefix, hold bool) {
 	l.mu.Lock()
-	l.desired[vip] = hold
-	l.words++
+	l.words.Set(vip, hold)
 	l.mu.Unlock()
 	l.wake()
 }
@@ -79,9 +74,7 @@ func (l *Loop) Set(vip netip.Prefix, hold bool) {
 // that step is announced as installed).
 func (l *Loop) Hold(vip netip.Prefix) {
 	l.mu.Lock()
-	l.desired[vip] = true
-	l.again[vip] = true
-	l.words++
+	l.words.Hold(vip)
 	l.mu.Unlock()
 	l.wake()
 }
@@ -91,12 +84,7 @@ func (l *Loop) Hold(vip netip.Prefix) {
 // VIP wanted.
 func (l *Loop) Again(vip netip.Addr) {
 	l.mu.Lock()
-	found := false
-	for p, hold := range l.desired {
-		if p.Addr() == vip && hold {
-			l.again[p], found = true, true
-		}
-	}
+	found := l.words.Again(vip)
 	l.mu.Unlock()
 	if found {
 		l.wake()
@@ -108,12 +96,7 @@ func (l *Loop) Again(vip netip.Addr) {
 func (l *Loop) Wanted(vip netip.Addr) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for p, hold := range l.desired {
-		if p.Addr() == vip {
-			return hold
-		}
-	}
-	return false
+	return l.words.Wanted(vip)
 }
 
 // Poke runs a pass soon without changing what is desired (a retry).
@@ -190,10 +173,7 @@ func (l *Loop) lapse(changes []Change) {
 			continue
 		}
 		l.mu.Lock()
-		if l.words == l.taken { // else the election spoke since: its word stands
-			l.desired[c.VIP] = false
-			delete(l.again, c.VIP)
-		}
+		l.words.Lapsed(c.VIP)
 		l.mu.Unlock()
 		if l.hooks.Lapsed != nil {
 			l.hooks.Lapsed(c.VIP)
@@ -222,7 +202,7 @@ func (l *Loop) step(desired map[netip.Prefix]bool) []Change {
 func (l *Loop) releaseAll() {
 	l.mu.Lock()
 	for _, vip := range l.rec.owned {
-		l.desired[vip] = false
+		l.words.Set(vip, false)
 	}
 	l.mu.Unlock()
 	desired, _ := l.snapshot()
@@ -243,13 +223,7 @@ func (l *Loop) releaseAll() {
 func (l *Loop) snapshot() (desired, again map[netip.Prefix]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	desired = make(map[netip.Prefix]bool, len(l.desired))
-	for k, v := range l.desired {
-		desired[k] = v
-	}
-	again, l.again = l.again, map[netip.Prefix]bool{}
-	l.taken = l.words
-	return desired, again
+	return l.words.Take()
 }
 
 // reannounce calls the hook with what the pass announces again. A pass
@@ -262,9 +236,7 @@ func (l *Loop) reannounce(desired, again map[netip.Prefix]bool, changes []Change
 	held, ok := l.rec.ToAnnounce(desired, again, changes, linkUp)
 	if !ok {
 		l.mu.Lock()
-		for vip := range again {
-			l.again[vip] = true
-		}
+		l.words.Return(again)
 		l.mu.Unlock()
 		return linkUp
 	}

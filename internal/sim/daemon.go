@@ -50,8 +50,7 @@ type daemon struct {
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
 
-	desired map[netip.Prefix]bool
-	again   map[netip.Prefix]bool
+	words   *reconcile.Words // the election's word (reconcile.Loop's)
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
@@ -74,7 +73,7 @@ type daemon struct {
 func (h *host) start() *daemon {
 	s := h.s
 	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress, index: h.index,
-		desired: map[netip.Prefix]bool{}, again: map[netip.Prefix]bool{}, bursts: map[netip.Addr]int{}}
+		words: reconcile.NewWords(), bursts: map[netip.Addr]int{}}
 	h.d, h.goneAt = d, time.Time{}
 	log := newLogger(s.w, h.name)
 	d.rec = reconcile.New(kernel{h}, d.vips)
@@ -192,12 +191,9 @@ func (d *daemon) poke(string) {
 // announcements of what it bound, the re-announcements asked for.
 func (d *daemon) step() {
 	d.stepDue = false
-	desired := make(map[netip.Prefix]bool, len(d.desired))
-	for k, v := range d.desired {
-		desired[k] = v
-	}
-	again, linkUp := d.again, d.linkUp
-	d.again, d.linkUp = map[netip.Prefix]bool{}, false
+	desired, again := d.words.Take()
+	linkUp := d.linkUp
+	d.linkUp = false
 	for vip, want := range desired { // l2.Announcer.before: a VIP let go is not announced on
 		if !want {
 			d.bursts[vip.Addr()]++
@@ -215,7 +211,7 @@ func (d *daemon) step() {
 		case reconcile.Lapsed: // reconcile.Loop.lapse, then the hook: the election has read what was queued (freeze.go)
 			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
 			d.bursts[c.VIP.Addr()]++
-			d.desired[c.VIP] = false
+			d.words.Lapsed(c.VIP)
 			defer func() { d.core.Timeout(d.h.s.w.now); d.core.Lapsed(d.h.s.w.now); d.settle() }()
 		}
 	}
@@ -230,9 +226,7 @@ func (d *daemon) step() {
 	}
 	vips, ok := d.rec.ToAnnounce(desired, again, changes, linkUp)
 	if !ok { // reconcile.Loop: the next pass asks again
-		for vip := range again {
-			d.again[vip] = true
-		}
+		d.words.Return(again)
 		d.linkUp = d.linkUp || linkUp
 	}
 	for _, vip := range vips {
@@ -283,14 +277,7 @@ func (d *daemon) burst(vip netip.Addr) {
 }
 
 // wanted is reconcile.Loop.Wanted: the election's latest word on vip.
-func (d *daemon) wanted(vip netip.Addr) bool {
-	for p, hold := range d.desired {
-		if p.Addr() == vip {
-			return hold
-		}
-	}
-	return false
-}
+func (d *daemon) wanted(vip netip.Addr) bool { return d.words.Wanted(vip) }
 
 // check runs one health check and schedules the next (health.Checker.Run).
 func (d *daemon) check() {
@@ -488,9 +475,10 @@ func (o output) Ask() {
 
 func (o output) Decide(hold bool) {
 	for _, vip := range o.d.vips {
-		o.d.desired[vip] = hold
 		if hold {
-			o.d.again[vip] = true
+			o.d.words.Hold(vip)
+		} else {
+			o.d.words.Set(vip, false)
 		}
 	}
 	o.d.poke("decide")
@@ -528,11 +516,8 @@ func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
 	if !d.leading() || (contest && d.h.s.w.now.Sub(d.masterSince) < 4*d.cfg.AdvertInterval) {
 		return
 	}
-	for p, hold := range d.desired {
-		if p.Addr() == vip && hold {
-			d.again[p] = true
-			d.poke("announce again")
-		}
+	if d.words.Again(vip) {
+		d.poke("announce again")
 	}
 }
 

@@ -283,7 +283,7 @@ func (s *sim) apply(f fault) {
 func (d *daemon) stop() {
 	d.core.Shutdown(d.h.s.w.now)
 	for _, v := range d.vips {
-		d.desired[v] = false
+		d.words.Set(v, false)
 	}
 	d.step()
 }
