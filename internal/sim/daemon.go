@@ -50,7 +50,7 @@ type daemon struct {
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
 
-	words   *reconcile.Words // the election's word (reconcile.Loop's)
+	words   *reconcile.Words   // the election's word (reconcile.Loop's)
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
