@@ -10,15 +10,6 @@ import (
 	"github.com/novaedge/cpvip/internal/reconcile"
 )
 
-// RepeatGap is the pause between two announcements of one takeover: longer
-// than Linux's ARP locktime (1 s), so a neighbour that just learnt another
-// MAC takes ours.
-const RepeatGap = 1100 * time.Millisecond
-
-// retryGap is the pause before retrying an announcement that failed (for
-// example while the link-local address is still tentative after link up).
-const retryGap = 200 * time.Millisecond
-
 // Options configure the announcements.
 type Options struct {
 	Interface string
@@ -211,55 +202,44 @@ func (a *Announcer) stopBurst(vip netip.Addr) {
 	}
 }
 
-// lateRepeat: a repeat due longer ago than this waits, at most
-// catchUpWait, until the election has read what the kernel queued (the
-// process did not run: frozen, a VM paused, a starved host), and goes only
-// if the VIP is still wanted then. Meanwhile another node may have taken
-// the VIP over; our election learns that in another goroutine
-// (vrrp.Instance.drain), and a gratuitous ARP of ours sent first would
-// pull the neighbours to a node about to let the VIP go.
-const (
-	lateRepeat  = 50 * time.Millisecond
-	catchUpWait = 200 * time.Millisecond
-)
-
-// burst announces at once, then Repeat-1 more times Gap apart, then
-// every Refresh if set, until ctx ends or the VIP is no longer wanted. A
-// failed announcement is retried a few times retryGap apart before it
-// counts as sent-and-failed.
+// burst announces vip on the Burst's schedule until ctx ends or the VIP
+// is no longer to be announced (Burst.Goes). A failed announcement is
+// retried SendTries times RetryGap apart before it counts as
+// sent-and-failed.
 func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 	t := time.NewTimer(0)
 	defer t.Stop()
-	due := time.Now()
-	for sent := 0; ; sent++ {
+	b := NewBurst(time.Now())
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if !a.loop.Wanted(vip) || !a.leading() || sent > 0 && !a.rec.Fresh(vip) { // let go; the step that stops the burst follows
+		now := time.Now()
+		if !b.Goes(a.gates(vip)) { // let go; the step that stops the burst follows
 			return
 		}
-		if sent > 0 && time.Since(due) > lateRepeat && (!a.caughtUp(ctx, vip, time.Now()) || !a.leading()) {
+		if b.Late(now) && (!a.caughtUp(ctx, vip, now) || !a.leading()) {
 			return // caught up, the election may have made us a backup (a handover keeps the VIP wanted)
 		}
-		if sent == 0 && a.opts.Self != nil {
+		if b.Self() && a.opts.Self != nil {
 			if self := a.opts.Self(vip); self.IsValid() {
 				a.announce(ctx, self)
 			}
 		}
 		a.announce(ctx, vip)
-		next := a.opts.Gap
-		switch refresh := time.Duration(a.refresh.Load()); {
-		case int64(sent+1) < a.repeat.Load():
-		case refresh > 0:
-			next = refresh
-		default:
+		next := b.Sent(time.Now(), int(a.repeat.Load()), a.opts.Gap, time.Duration(a.refresh.Load()))
+		if next.IsZero() {
 			return
 		}
-		t.Reset(next)
-		due = time.Now().Add(next)
+		t.Reset(time.Until(next))
 	}
+}
+
+// gates is what the node says of vip as an announcement is due.
+func (a *Announcer) gates(vip netip.Addr) Gates {
+	return Gates{Wanted: a.loop.Wanted(vip), Leading: a.leading(), Fresh: a.rec.Fresh(vip)}
 }
 
 // caughtUp waits, at most catchUpWait, until the election has read what
@@ -278,7 +258,7 @@ func (a *Announcer) caughtUp(ctx context.Context, vip netip.Addr, now time.Time)
 
 func (a *Announcer) announce(ctx context.Context, vip netip.Addr) {
 	var err error
-	for try := 0; try < 5; try++ {
+	for try := 0; try < SendTries; try++ {
 		if err = a.send(a.opts.Interface, vip); err == nil {
 			a.Sent.Add(1)
 			a.log.Debug("Announced VIP", "address", vip, "interface", a.opts.Interface)
@@ -287,7 +267,7 @@ func (a *Announcer) announce(ctx context.Context, vip netip.Addr) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(retryGap):
+		case <-time.After(RetryGap):
 		}
 	}
 	a.SendFailed.Add(1)

@@ -161,7 +161,7 @@ func TestReleaseEndsAFailingBurst(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	gone.Unlock() // the interface is back
 	addrs.Fail(nil, nil)
-	time.Sleep(6 * retryGap)
+	time.Sleep(6 * RetryGap)
 	if n := rec.count(); n != 0 {
 		t.Fatalf("%d announcements after the release: %v", n, rec.sent)
 	}

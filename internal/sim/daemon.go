@@ -23,9 +23,6 @@ const (
 	refreshEvery    = time.Second            // the instance's interface check
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
-	garpGap         = 1100 * time.Millisecond
-	sendRetryGap    = 200 * time.Millisecond // l2's retryGap: a failed announcement tried again
-	sendTries       = 5
 	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
 )
 
@@ -239,41 +236,39 @@ func (d *daemon) period() {
 	d.after(reconcilePeriod, "reconcile period", d.period)
 }
 
-// burst announces vip now (our own address first, l2.Options.Self) and
-// GARP_REPEAT-1 more times, garpGap apart.
+// burst announces vip on l2's Burst schedule, as l2.Announcer.burst does.
+// A late repeat (a freeze) waits there until the election has read what
+// was queued: here the held events run after the queued packets
+// (freeze.go). The send fails while the interface is gone and is tried
+// again (l2.Announcer.announce); one that goes out for a VIP this node has
+// not bound breaks the invariant.
 func (d *daemon) burst(vip netip.Addr) {
 	d.bursts[vip]++
-	gen := d.bursts[vip]
-	h := d.h
-	if h.role == ours {
-		own := h.addrOf(vip)
-		h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: own})
-	}
-	// send is l2.Announcer.announce: on an interface that is gone the send
-	// fails and is tried again sendRetryGap apart; one that goes out for a
-	// VIP this node has not bound breaks the invariant.
-	var send func(left, try int)
-	send = func(left, try int) {
-		switch {
-		case d.bursts[vip] != gen || !d.wanted(vip) || (h.role == ours && !d.leading()) || left < max(1, d.cfg.GARPRepeat) && !d.rec.Fresh(vip):
-			// l2.Announcer.burst: a late repeat (a freeze) waits until the
-			// election read what was queued, then asks this: here the
-			// held events run after the queued packets (freeze.go).
+	gen, h, b := d.bursts[vip], d.h, l2.NewBurst(d.h.s.w.now)
+	var next func(try int)
+	next = func(try int) {
+		gates := l2.Gates{Wanted: d.wanted(vip), Leading: h.role != ours || d.leading(), Fresh: d.rec.Fresh(vip)}
+		if d.bursts[vip] != gen || try == 1 && !b.Goes(gates) {
 			return
-		case !h.iface && try < sendTries:
-			d.after(sendRetryGap, "garp retry", func() { send(left, try+1) })
+		}
+		if try == 1 && b.Self() && h.role == ours && h.iface && h.linked() {
+			h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: h.addrOf(vip)})
+		}
+		if !h.iface && try < l2.SendTries {
+			d.after(l2.RetryGap, "garp retry", func() { next(try + 1) })
 			return
-		case h.iface && h.linked():
+		}
+		if h.iface && h.linked() {
 			if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
 				h.s.inv.announcedUnbound = fmt.Sprintf("%s announces %s, which it has not bound", h.name, vip)
 			}
 			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
 		}
-		if left > 1 {
-			d.after(garpGap, "garp", func() { send(left-1, 1) })
+		if at := b.Sent(h.s.w.now, d.cfg.GARPRepeat, l2.RepeatGap, d.cfg.GARPRefresh); !at.IsZero() {
+			d.after(at.Sub(h.s.w.now), "garp", func() { next(1) })
 		}
 	}
-	send(max(1, d.cfg.GARPRepeat), 1)
+	next(1)
 }
 
 // wanted is reconcile.Loop.Wanted: the election's latest word on vip.

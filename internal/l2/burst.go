@@ -1,0 +1,80 @@
+package l2
+
+import "time"
+
+// RepeatGap is the pause between two announcements of one takeover: longer
+// than Linux's ARP locktime (1 s), so a neighbour that just learnt another
+// MAC takes ours.
+const RepeatGap = 1100 * time.Millisecond
+
+// RetryGap is the pause before retrying an announcement that failed (for
+// example while the link-local address is still tentative after link up,
+// or while the interface is gone); SendTries is how many tries one
+// announcement gets before it counts as sent-and-failed.
+const (
+	RetryGap  = 200 * time.Millisecond
+	SendTries = 5
+)
+
+// lateRepeat: a repeat due longer ago than this waits, at most
+// catchUpWait, until the election has read what the kernel queued (the
+// process did not run: frozen, a VM paused, a starved host), and goes only
+// if the VIP is still wanted then. Meanwhile another node may have taken
+// the VIP over; our election learns that in another goroutine
+// (vrrp.Instance.drain), and a gratuitous ARP of ours sent first would
+// pull the neighbours to a node about to let the VIP go.
+const (
+	lateRepeat  = 50 * time.Millisecond
+	catchUpWait = 200 * time.Millisecond
+)
+
+// Burst is the schedule of one VIP's announcements: at once (our own
+// address first), then Repeat-1 more Gap apart, then every Refresh if set.
+// It has no clock and no goroutine: the Announcer drives it with the wall
+// clock, the simulation with its own.
+type Burst struct {
+	sent int       // announcements made
+	due  time.Time // when the next is due
+}
+
+// NewBurst returns a burst whose first announcement is due at now.
+func NewBurst(now time.Time) *Burst { return &Burst{due: now} }
+
+// Gates are what the rest of the node says when an announcement is due.
+type Gates struct {
+	Wanted  bool // the election's latest word is to hold the VIP (reconcile.Words.Wanted)
+	Leading bool // this node is the election's master now
+	Fresh   bool // the VIP is bound and its lifetime renewed in time (reconcile.Reconciler.Fresh)
+}
+
+// Goes says whether the announcement due now goes out: only a master
+// announces a VIP it wants, and a repeat only a VIP still bound in time
+// (the first is sent as the pass binds it). A burst that does not go is
+// over.
+func (b *Burst) Goes(g Gates) bool { return g.Wanted && g.Leading && (b.sent == 0 || g.Fresh) }
+
+// Self says whether the announcement due is the burst's first, which
+// announces our own address first (Options.Self).
+func (b *Burst) Self() bool { return b.sent == 0 }
+
+// Late says whether the announcement due is a repeat more than lateRepeat
+// behind its time at now: it goes only once the election has caught up
+// with what the kernel queued meanwhile, and is still the master then.
+func (b *Burst) Late(now time.Time) bool { return b.sent > 0 && now.Sub(b.due) > lateRepeat }
+
+// Sent records the announcement made at now and returns when the next is
+// due: Gap later while the burst repeats, Refresh later after, or zero when
+// the burst is over. repeat and refresh are read at each announcement (a
+// reload counts from the next).
+func (b *Burst) Sent(now time.Time, repeat int, gap, refresh time.Duration) time.Time {
+	b.sent++
+	switch {
+	case b.sent < repeat:
+		b.due = now.Add(gap)
+	case refresh > 0:
+		b.due = now.Add(refresh)
+	default:
+		b.due = time.Time{}
+	}
+	return b.due
+}
