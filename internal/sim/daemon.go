@@ -23,7 +23,7 @@ const (
 	refreshEvery    = time.Second            // the instance's interface check
 	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
-	uncheckedAfter  = 10 * time.Second // acd: a wire failing this long leaves its VIP unchecked
+	uncheckedAfter  = 10 * time.Second       // acd: a wire failing this long leaves its VIP unchecked
 )
 
 // daemon is one run of novaedge-cpvip on a host: the real decision code,
