@@ -29,9 +29,6 @@ import (
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
-// reconcilePeriod is the periodic pass that backs up the netlink events.
-const reconcilePeriod = 5 * time.Second
-
 func run(args []string, stderr io.Writer) int {
 	// SIGHUP is ours from the start: Go's default would kill the daemon
 	// without a handover, leaving the VIP bound.
@@ -249,7 +246,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 			guard.LinkChanged()
 		}
 	}
-	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcilePeriod,
+	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcile.Period,
 		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading,
 		Contests: elector.Established, Lapsed: elector.Lapsed}
 	var ann *l2.Announcer
@@ -390,7 +387,7 @@ func buildBGP(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemo
 		return nil, err
 	}
 	events := watchInterface(ctx, ifname, nil, log)
-	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcilePeriod, log.With("component", "bgp", "interface", ifname))
+	ann := bgp.NewAnnouncer(routes, d.rec, events, reconcile.Period, log.With("component", "bgp", "interface", ifname))
 	d.bgpElector, d.bgpAnn = bgp.NewElector(cfg.VIPAddress, ann, cfg.FailOpen, log), ann
 	d.agent = &agent.Agent{Health: checker, Elector: d.bgpElector, Announcer: ann, Log: log}
 	return d, nil

@@ -145,7 +145,7 @@ type vipState struct {
 	claim     *Conflict // the outstanding conflict; nil: free
 	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
 	wire      Wire
-	unchecked bool      // the wire has failed for uncheckedAfter: the VIP is not checked
+	unchecked bool      // the wire has failed for UncheckedAfter: the VIP is not checked
 	failing   time.Time // since when the wire fails to open or to send; zero: it works
 	denied    bool      // Verdict's latest answer was not Clear for a VIP this node should hold
 	quiet     int       // probes in a row that went unanswered (by others than us and our group)
@@ -174,7 +174,7 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 //     in a row must go unanswered before it is free);
 //   - Clear: no other host answers and the latest probe went unanswered —
 //     at a takeover, the one of the last second; or the VIP is not checked
-//     (unknown to the guard, or its wire has failed for uncheckedAfter: a
+//     (unknown to the guard, or its wire has failed for UncheckedAfter: a
 //     claim it can no longer confirm is dropped, as a fault in the check
 //     must not keep the VIP down);
 //   - Unprobed: no answer known, but no probe has gone unanswered since

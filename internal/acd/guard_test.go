@@ -228,7 +228,7 @@ func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 		h.advance(ProbeEvery)
 	}
 	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
-		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", uncheckedAfter, v, h.g.Conflicts())
+		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", UncheckedAfter, v, h.g.Conflicts())
 	}
 }
 

@@ -16,14 +16,14 @@ import (
 // addresses ahead of need (a stranger's answer looks them up at once).
 const refreshEvery = 10 * time.Second
 
-// reopenEvery is the pause before opening a wire again after it failed
+// ReopenEvery is the pause before opening a wire again after it failed
 // (an IPv6 link-local address in duplicate address detection takes a second
 // or two after link up).
-const reopenEvery = 250 * time.Millisecond
+const ReopenEvery = 250 * time.Millisecond
 
-// uncheckedAfter is how long a wire may fail to open before its VIP is bound
+// UncheckedAfter is how long a wire may fail to open before its VIP is bound
 // without the check: a fault in the check must not keep the VIP down.
-const uncheckedAfter = 10 * time.Second
+const UncheckedAfter = 10 * time.Second
 
 // Run probes and listens until ctx ends.
 func (g *Guard) Run(ctx context.Context) {
@@ -162,7 +162,7 @@ func (g *Guard) probe(vip netip.Addr) {
 	g.mu.Unlock()
 }
 
-// failed records that vip's wire failed; after uncheckedAfter of failures
+// failed records that vip's wire failed; after UncheckedAfter of failures
 // the VIP is no longer checked (said once).
 func (g *Guard) failed(vip netip.Addr, msg string, err error) {
 	g.log.Debug(msg, "address", vip, "error", err)
@@ -172,7 +172,7 @@ func (g *Guard) failed(vip netip.Addr, msg string, err error) {
 		s.failing = now
 	}
 	changed := false
-	if !s.unchecked && now.Sub(s.failing) >= uncheckedAfter {
+	if !s.unchecked && now.Sub(s.failing) >= UncheckedAfter {
 		s.unchecked = true
 		g.log.Warn("Cannot probe for address conflicts: the VIP is bound without the check", "address", vip, "error", err)
 		// The verdict of a VIP we should hold changed (the simulation,
@@ -193,7 +193,7 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 		w, err := g.open(vip)
 		if err != nil {
 			g.OpenFailed(vip, err)
-			sleep(ctx, reopenEvery)
+			sleep(ctx, ReopenEvery)
 			continue
 		}
 		if !g.Attach(vip, w) {
@@ -213,7 +213,7 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 		}
 		g.Attach(vip, nil)
 		w.Close()
-		sleep(ctx, reopenEvery)
+		sleep(ctx, ReopenEvery)
 	}
 }
 

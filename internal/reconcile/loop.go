@@ -43,6 +43,9 @@ type Hooks struct {
 	Lapsed func(vip netip.Prefix)
 }
 
+// Period is the daemon's periodic pass, which backs up the kernel's events.
+const Period = 5 * time.Second
+
 // Loop runs the reconcile step whenever the desired set changes, the kernel
 // reports a change, and every period. One goroutine (Run) owns the Reconciler.
 type Loop struct {

@@ -19,11 +19,7 @@ import (
 
 // Timing of the daemon's plumbing, as in cmd/novaedge-cpvip and vrrp.Instance.
 const (
-	reconcilePeriod = 5 * time.Second        // the periodic reconcile pass
-	refreshEvery    = time.Second            // the instance's interface check
-	loopDelay       = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
-	reopenEvery     = 250 * time.Millisecond // a failed conflict-check wire is opened again
-	uncheckedAfter  = 10 * time.Second       // acd: a wire failing this long leaves its VIP unchecked
+	loopDelay = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
 )
 
 // daemon is one run of novaedge-cpvip on a host: the real decision code,
@@ -117,8 +113,8 @@ func (h *host) start() *daemon {
 	} else {
 		d.after(time.Millisecond, "health check", d.check)
 	}
-	d.after(reconcilePeriod, "reconcile period", d.period)
-	d.after(refreshEvery, "refresh", d.refresh)
+	d.after(reconcile.Period, "reconcile period", d.period)
+	d.after(vrrp.RefreshEvery, "refresh", d.refresh)
 	d.settle()
 	return d
 }
@@ -233,7 +229,7 @@ func (d *daemon) step() {
 
 func (d *daemon) period() {
 	d.poke("period")
-	d.after(reconcilePeriod, "reconcile period", d.period)
+	d.after(reconcile.Period, "reconcile period", d.period)
 }
 
 // burst announces vip on l2's Burst schedule, as l2.Announcer.burst does.
@@ -311,7 +307,7 @@ func (d *daemon) observe(r health.Result) {
 // refresh is the instance's periodic interface check.
 func (d *daemon) refresh() {
 	d.linkCheck()
-	d.after(refreshEvery, "refresh", d.refresh)
+	d.after(vrrp.RefreshEvery, "refresh", d.refresh)
 }
 
 // linkChanged is netlink's news of the interface: the instance looks at
@@ -410,7 +406,7 @@ func (d *daemon) openWires() {
 		for _, v := range d.vips {
 			d.guard.OpenFailed(v.Addr(), errNoDevice)
 		}
-		d.after(reopenEvery, "open wires", d.openWires)
+		d.after(acd.ReopenEvery, "open wires", d.openWires)
 		return
 	}
 	d.wireIndex = d.h.index
@@ -508,7 +504,7 @@ func (d *daemon) leading() bool { return !d.masterSince.IsZero() }
 // to contest: vrrp.Elector.Established) and wants it. The election has
 // read what was queued: the sim runs queued packets first (freeze.go).
 func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
-	if !d.leading() || (contest && d.h.s.w.now.Sub(d.masterSince) < 4*d.cfg.AdvertInterval) {
+	if !d.leading() || (contest && !vrrp.Established(d.h.s.w.now.Sub(d.masterSince), d.cfg.AdvertInterval)) {
 		return
 	}
 	if d.words.Again(vip) {

@@ -52,7 +52,7 @@ func newBounds(sh shape) bounds {
 		twoHolders: i + 150*time.Millisecond + 4*d,
 		stranger:   i*3/2 + acd.ProbeEvery + acd.AnswerWait + 4*d + 100*time.Millisecond,
 		quiet:      2*masterDown + 3*time.Second + 3*time.Second + time.Second + i*3/2 + 2*acd.ProbeEvery + 2*time.Second,
-		candidate:  max(refreshEvery, vrrp.ResumeListen(i)) + 100*time.Millisecond,
+		candidate:  max(vrrp.RefreshEvery, vrrp.ResumeListen(i)) + 100*time.Millisecond,
 		settled:    2*masterDown + acd.ProbeEvery + time.Second,
 		flapGap:    netlinkDelay + acd.AnswerWait + 20*time.Millisecond + 2*d,
 	}
@@ -294,7 +294,7 @@ func (s *sim) expect(f fault, t *host) {
 			end.Add(s.bounds.flapGap), end.Add(3 * i), holds})
 	case f.What == fWire && f.Arg == 1 && s.alone(f, f.Dur+3*i):
 		s.inv.expects = append(s.inv.expects, expectation{"a fault in the check never keeps the VIP down",
-			start.Add(uncheckedAfter + s.bounds.settled), start.Add(f.Dur), holds})
+			start.Add(acd.UncheckedAfter + s.bounds.settled), start.Add(f.Dur), holds})
 	case harmless(f) && s.alone(f, f.Dur+3*i):
 		stays := func() bool { return t.holds(vip4.Addr()) }
 		s.inv.expects = append(s.inv.expects, expectation{"a fault that takes nothing from the holder moves nothing (" + f.What.String() + ")",

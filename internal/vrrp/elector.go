@@ -41,15 +41,19 @@ func (e *Elector) CaughtUp(t time.Time) bool { return e.inst.CaughtUp(t) }
 // Leading says whether this node is the group's master now (l2.Options.Leading).
 func (e *Elector) Leading() bool { return e.inst.Status().State == Master }
 
-// Established says whether this node has been the group's master for
-// longer than a backup waits for a master (3 intervals and the skew at
-// most): another router's announcement of the VIP is then a stray to
-// answer (l2.Options.Contests). One that just took over may hear the
-// router it replaced, alive after all: the election settles that.
+// Established says whether this node is the group's master and has been
+// for a while (Established).
 func (e *Elector) Established() bool {
 	st := e.inst.Status()
-	return st.State == Master && time.Since(st.Changed) >= 4*e.inst.cfg.Interval
+	return st.State == Master && Established(time.Since(st.Changed), e.inst.cfg.Interval)
 }
+
+// Established says whether a master for masterFor has been one longer
+// than a backup waits for a master (3 intervals and the skew at most):
+// another router's announcement of the VIP is then a stray to answer
+// (l2.Options.Contests). One that just took over may hear the router it
+// replaced, alive after all: the election settles that.
+func Established(masterFor, interval time.Duration) bool { return masterFor >= 4*interval }
 
 // FailOpen reports whether this node holds the VIP only because no node is
 // healthy (it is master with the fail-open priority), and why it is

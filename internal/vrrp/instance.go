@@ -30,8 +30,8 @@ type Transport interface {
 	Close() error
 }
 
-// refreshEvery is how often the instance checks its interface is still the same one.
-const refreshEvery = time.Second
+// RefreshEvery is how often the instance checks its interface is still the same one.
+const RefreshEvery = time.Second
 
 // Config is one instance: one election for the VIPs, one per address
 // family, so that one node holds them all. The first VIP's family decides:
@@ -286,7 +286,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	// for every advertisement.
 	timer := quietio.NewTimer(time.Hour)
 	defer timer.Close()
-	refresh := quietio.NewTicker(refreshEvery)
+	refresh := quietio.NewTicker(RefreshEvery)
 	defer refresh.Close()
 	for {
 		select {
