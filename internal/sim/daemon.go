@@ -30,6 +30,7 @@ type daemon struct {
 	cfg     *config.Config
 	started time.Time
 	core    *vrrp.Core
+	coreCfg vrrp.Config
 	judge   *health.Judge
 	state   health.State // as of the latest transition
 	// healthySince: when state last became Healthy.
@@ -86,7 +87,7 @@ func (h *host) start() *daemon {
 		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
 		d.guard.Contested = func(vip netip.Addr) { d.announceAgain(vip, true) }
 		d.guard.Defend = func(vip netip.Addr) { d.announceAgain(vip, false) }
-		d.guard.Served = func(member bool) { d.core.Served(member, s.w.now) }
+		d.guard.Served = func(member bool) { d.core.Served(member, s.w.now); d.effects() }
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
@@ -101,15 +102,19 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		servedWait = h.cfg.RestartWait
 	}
-	d.core = vrrp.NewCore(vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Priority: uint8(h.cfg.Priority), FailOpen: h.cfg.FailOpen,
+	d.coreCfg = vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Priority: uint8(h.cfg.Priority), FailOpen: h.cfg.FailOpen,
 		Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
-		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait, SettleWithin: health.SettleWithin(h.cfg.HealthInterval)}, output{d}, log.With("component", "vrrp"))
+		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait, SettleWithin: health.SettleWithin(h.cfg.HealthInterval)}
+	d.core = vrrp.NewCore(d.coreCfg, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
+	d.effects()
 	d.core.SetPrimary(h.ip)
 	d.core.Carrier(h.linked(), s.w.now)
+	d.effects()
 	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
 		d.core.SetPriority(uint8(h.cfg.Priority), "", s.w.now) // no health check
+		d.effects()
 	} else {
 		d.after(time.Millisecond, "health check", d.check)
 	}
@@ -140,6 +145,7 @@ func (d *daemon) settle() {
 	if !d.alive() {
 		return
 	}
+	d.effects() // each core call drains its own; none is left behind
 	w := d.h.s.w
 	if at := d.core.Deadline(); !at.IsZero() && !at.Equal(d.coreAt) {
 		d.coreAt = at
@@ -148,6 +154,7 @@ func (d *daemon) settle() {
 				if d.alive() && d.coreAt.Equal(at) {
 					d.coreAt = time.Time{}
 					d.core.Timeout(w.now)
+					d.effects()
 					d.settle()
 				}
 			})
@@ -205,7 +212,7 @@ func (d *daemon) step() {
 			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
 			d.bursts[c.VIP.Addr()]++
 			d.words.Lapsed(c.VIP)
-			defer func() { d.core.Timeout(d.h.s.w.now); d.core.Lapsed(d.h.s.w.now); d.settle() }()
+			defer func() { d.core.Timeout(d.h.s.w.now); d.core.Lapsed(d.h.s.w.now); d.effects(); d.settle() }()
 		}
 	}
 	if at := d.rec.RenewAt(); !at.IsZero() && !at.Equal(d.renewAt) {
@@ -302,6 +309,7 @@ func (d *daemon) observe(r health.Result) {
 		d.h.s.w.logf("%s   health %s (%s)", d.h.name, tr.State, r.Reason)
 	}
 	d.core.Health(tr, d.h.s.w.now)
+	d.effects()
 }
 
 // refresh is the instance's periodic interface check.
@@ -337,12 +345,14 @@ func (d *daemon) linkCheck() {
 	switch {
 	case !h.iface:
 		d.core.Gone("VRRP interface gone", "the interface was deleted", now)
+		d.effects()
 		return
 	case h.index != d.index:
 		d.index = h.index
 		d.core.Gone("VRRP interface created again", "the interface was created again", now)
 	}
 	d.core.Carrier(h.linked(), now)
+	d.effects()
 }
 
 // receive is the daemon's part of a frame: the instance's reader and the
@@ -367,6 +377,7 @@ func (d *daemon) handle(f frame) {
 			d.known.Heard(f.ip, acd.MemberFor(max(f.adv.IntervalDuration(), d.cfg.AdvertInterval), d.cfg.RestartWait))
 		}
 		d.core.Receive(f.adv, f.ip, now)
+		d.effects()
 	case claim:
 		if d.guard != nil && !now.Before(d.wireDown) && d.index == d.h.index {
 			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
@@ -433,20 +444,41 @@ func (d *daemon) flushProbes() {
 	d.probes = d.probes[:0]
 }
 
-// output carries out the core's requests (vrrp.Instance's output and
+// effects carries out what the core decided (vrrp.Instance.apply, and
 // agent.Agent: Hold and Release of every VIP).
-type output struct{ d *daemon }
+func (d *daemon) effects() {
+	for _, e := range d.core.Ready() {
+		switch e.Kind {
+		case vrrp.Advertise:
+			d.advertise(e.Priority)
+		case vrrp.Ask: // the guard's ProbeNow; the probes go out as the event settles (daemon.settle runs the guard's round)
+			if d.guard != nil {
+				d.guard.ProbeNow()
+			}
+		case vrrp.Decide:
+			for _, vip := range d.vips {
+				if e.Hold {
+					d.words.Hold(vip)
+				} else {
+					d.words.Set(vip, false)
+				}
+			}
+			d.poke("decide")
+		case vrrp.Report:
+			d.changed(e.To, e.Reason, e.At)
+		}
+	}
+}
 
-func (o output) Send(priority uint8) {
-	d := o.d
-	adv := vrrp.Advertisement{VRID: uint8(d.cfg.VRID), Priority: priority, Interval: vrrp.Centiseconds(d.cfg.AdvertInterval),
-		Addresses: []netip.Addr{d.vips[0].Addr()}}
-	f := frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: adv}
+// advertise sends the first family's advertisement (the only one the
+// elections read), to each unicast peer or to the group.
+func (d *daemon) advertise(priority uint8) {
+	f := frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: d.coreCfg.Advertisement(priority, 0)}
 	if len(d.cfg.Peers) == 0 {
 		d.h.s.seg.send(f)
 		return
 	}
-	for _, p := range d.cfg.PeersOf(false) { // unicast: one to each peer
+	for _, p := range d.cfg.PeersOf(false) {
 		for _, o := range d.h.s.group {
 			if o.ip == p {
 				f.to = o
@@ -456,40 +488,24 @@ func (o output) Send(priority uint8) {
 	}
 }
 
-// Ask is the guard's ProbeNow; the probes go out as the timer's event
-// settles (daemon.settle runs the guard's round).
-func (o output) Ask() {
-	if o.d.guard != nil {
-		o.d.guard.ProbeNow()
+// changed follows the core's state for the announcer (leading) and checks
+// the invariants a takeover must keep.
+func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
+	d.masterSince = time.Time{}
+	if to != vrrp.Master {
+		return
 	}
-}
-
-func (o output) Decide(hold bool) {
-	for _, vip := range o.d.vips {
-		if hold {
-			o.d.words.Hold(vip)
-		} else {
-			o.d.words.Set(vip, false)
-		}
+	d.masterSince = now
+	inv := &d.h.s.inv
+	if d.h.role == ours && d.core.Took().NeedsSettled() && !d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
+		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
 	}
-	o.d.poke("decide")
-}
-
-func (o output) Changed(_, to vrrp.State, why string, now time.Time) {
-	o.d.masterSince = time.Time{}
-	if to == vrrp.Master {
-		o.d.masterSince = now
-		inv := &o.d.h.s.inv
-		if o.d.h.role == ours && o.d.core.Took().NeedsSettled() && !o.d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
-			inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", o.d.h.name, why, o.d.state)
-		}
-		if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
-			for _, h := range o.d.h.s.group {
-				seg := o.d.h.s.seg
-				hears := seg.loss == 0 && seg.side[h] == seg.side[o.d.h] && h.linked() && o.d.h.linked() && now.Sub(seg.faultAt) >= o.d.cfg.AdvertInterval
-				if h != o.d.h && hears && h.d != nil && !h.d.frozen() && h.d.leading() && now.Sub(h.d.masterSince) >= o.d.cfg.AdvertInterval {
-					inv.resumedBeside = fmt.Sprintf("%s resumed as master while %s had been master for %v", o.d.h.name, h.name, now.Sub(h.d.masterSince))
-				}
+	if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
+		for _, h := range d.h.s.group {
+			seg := d.h.s.seg
+			hears := seg.loss == 0 && seg.side[h] == seg.side[d.h] && h.linked() && d.h.linked() && now.Sub(seg.faultAt) >= d.cfg.AdvertInterval
+			if h != d.h && hears && h.d != nil && !h.d.frozen() && h.d.leading() && now.Sub(h.d.masterSince) >= d.cfg.AdvertInterval {
+				inv.resumedBeside = fmt.Sprintf("%s resumed as master while %s had been master for %v", d.h.name, h.name, now.Sub(h.d.masterSince))
 			}
 		}
 	}

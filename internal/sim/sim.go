@@ -282,6 +282,7 @@ func (s *sim) apply(f fault) {
 // every VIP (agent.Agent.Run's shutdown order).
 func (d *daemon) stop() {
 	d.core.Shutdown(d.h.s.w.now)
+	d.effects()
 	for _, v := range d.vips {
 		d.words.Set(v, false)
 	}
@@ -357,6 +358,7 @@ func (s *sim) reload(h *host, variant int) {
 	if prev.Preempt != merged.Preempt {
 		d.core.SetPreempt(merged.Preempt)
 	}
+	d.effects()
 	d.settle()
 }
 

@@ -11,14 +11,14 @@ import (
 // what it asked for so far forgotten.
 func masterCore(t *testing.T, out *recordOutput) *Core {
 	t.Helper()
-	c := NewCore(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2},
-		out, discard)
+	c := NewCore(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, discard)
 	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
 	c.SetPriority(100, "", t0)
 	c.Timeout(c.Deadline())
 	if c.State() != Master {
 		t.Fatalf("state %s, want master", c.State())
 	}
+	c.Ready()
 	*out = recordOutput{}
 	return c
 }
@@ -53,13 +53,13 @@ func untilMaster(c *Core) {
 func TestCertainFailureResigns(t *testing.T) {
 	var out recordOutput
 	c, now := resignedForRefused(t, &out)
-	if !slices.Equal(out.sent, []uint8{0}) || slices.Contains(out.decided, false) || c.State() == Master {
-		t.Fatalf("sent %v, decided %v, state %s: want priority 0 sent, the VIP kept, not master", out.sent, out.decided, c.State())
+	if !slices.Equal(out.of(c).sent, []uint8{0}) || slices.Contains(out.of(c).decided, false) || c.State() == Master {
+		t.Fatalf("sent %v, decided %v, state %s: want priority 0 sent, the VIP kept, not master", out.of(c).sent, out.of(c).decided, c.State())
 	}
 	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), now.Add(30*time.Millisecond))
 	c.Timeout(c.Deadline())
-	if len(out.decided) == 0 || slices.Contains(out.decided, true) {
-		t.Fatalf("decided %v after the backup announced itself: want the VIP released after the grace", out.decided)
+	if len(out.of(c).decided) == 0 || slices.Contains(out.of(c).decided, true) {
+		t.Fatalf("decided %v after the backup announced itself: want the VIP released after the grace", out.of(c).decided)
 	}
 	if c.State() != Backup || c.Priority() != FailOpenPriority {
 		t.Fatalf("state %s priority %d after the handover: want a backup at the fail-open priority (fail open keeps a candidate)", c.State(), c.Priority())
@@ -73,11 +73,11 @@ func TestCertainFailureKeepsTheVIPWhenNoneTakesIt(t *testing.T) {
 	var out recordOutput
 	c, _ := resignedForRefused(t, &out)
 	untilMaster(c)
-	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
-		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
+	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.of(c).decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.of(c).decided)
 	}
-	if n := len(out.sent); n == 0 || out.sent[n-1] != FailOpenPriority {
-		t.Fatalf("sent %v: want it advertising the fail-open priority", out.sent)
+	if n := len(out.of(c).sent); n == 0 || out.of(c).sent[n-1] != FailOpenPriority {
+		t.Fatalf("sent %v: want it advertising the fail-open priority", out.of(c).sent)
 	}
 }
 
@@ -88,8 +88,8 @@ func TestAmbiguousFailureStaysFailOpen(t *testing.T) {
 	c := masterCore(t, &out)
 	c.SetCertain(false)
 	c.SetPriority(FailOpenPriority, "timeout", t0.Add(time.Second))
-	if c.State() != Master || !slices.Equal(out.sent, []uint8{FailOpenPriority}) {
-		t.Fatalf("state %s, sent %v: want master advertising the fail-open priority", c.State(), out.sent)
+	if c.State() != Master || !slices.Equal(out.of(c).sent, []uint8{FailOpenPriority}) {
+		t.Fatalf("state %s, sent %v: want master advertising the fail-open priority", c.State(), out.of(c).sent)
 	}
 }
 
@@ -130,8 +130,8 @@ func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
 	c.SetPriority(FailOpenPriority, "the apiserver is shutting down", now)
 	c.SetPriority(FailOpenPriority, "connection refused", now.Add(150*time.Millisecond))
 	untilMaster(c)
-	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.decided, false) {
-		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.decided)
+	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.of(c).decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at the fail-open priority, the VIP never released", c.State(), c.Priority(), out.of(c).decided)
 	}
 }
 
@@ -142,8 +142,8 @@ func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
 	c, now := resignedForRefused(t, &out)
 	c.SetCertain(false)
 	c.SetPriority(100, "", now.Add(100*time.Millisecond))
-	if c.State() != Master || c.Priority() != 100 || slices.Contains(out.decided, false) {
-		t.Fatalf("state %s priority %d decided %v: want master at 100 at once, the VIP kept", c.State(), c.Priority(), out.decided)
+	if c.State() != Master || c.Priority() != 100 || slices.Contains(out.of(c).decided, false) {
+		t.Fatalf("state %s priority %d decided %v: want master at 100 at once, the VIP kept", c.State(), c.Priority(), out.of(c).decided)
 	}
 }
 
@@ -154,8 +154,8 @@ func TestCertainFailureThenCarrierLoss(t *testing.T) {
 	c, now := resignedForRefused(t, &out)
 	c.Carrier(false, now.Add(50*time.Millisecond))
 	c.Timeout(now.Add(time.Second))
-	if c.State() == Master || slices.Contains(out.decided, true) {
-		t.Fatalf("state %s decided %v: want no master without carrier", c.State(), out.decided)
+	if c.State() == Master || slices.Contains(out.of(c).decided, true) {
+		t.Fatalf("state %s decided %v: want no master without carrier", c.State(), out.of(c).decided)
 	}
 }
 

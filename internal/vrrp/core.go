@@ -7,33 +7,50 @@ import (
 	"time"
 )
 
-// Output is what a Core asks of its driver, synchronously, in the order
-// it decides.
-type Output interface {
-	// Send advertises priority for every VIP.
-	Send(priority uint8)
-	// Ask probes whether another router's host answers for the VIPs now;
-	// an answer comes back through Core.Served.
-	Ask()
-	// Decide says whether this node holds the VIPs; a hold while they are
-	// held asks for them to be announced again.
-	Decide(hold bool)
-	// Changed reports a state change.
-	Changed(from, to State, reason string, now time.Time)
+// Effect is one thing a Core decided its driver must do; Ready returns
+// them in the order they were decided.
+type Effect struct {
+	Kind     EffectKind
+	Priority uint8 // Advertise: the priority
+	Hold     bool  // Decide: hold the VIPs or not
+	// From, To, Reason and At: Report's state change.
+	From, To State
+	Reason   string
+	At       time.Time
 }
+
+// EffectKind says what an Effect asks.
+type EffectKind int
+
+// The effects.
+const (
+	// Advertise: send an advertisement with Priority for every VIP.
+	Advertise EffectKind = iota
+	// Ask: probe whether another router's host answers for the VIPs now;
+	// an answer comes back through Core.Served.
+	Ask
+	// Decide: hold the VIPs or not; a hold while they are held asks for
+	// them to be announced again.
+	Decide
+	// Report: the state changed (for the status).
+	Report
+)
 
 // Core is an instance's decisions without goroutines or clocks: the state
 // machine (Machine) and what the instance adds around it — the VIPs found
 // bound at start held until the first health verdict (resume), a resigning
 // master keeping the VIPs until another announces itself (make before
-// break), and announcing again after a contention. Every call carries the
-// time; Deadline says when Timeout is due. Instance.Run drives it with the
-// wall clock and the network; internal/sim drives it on a virtual clock.
+// break), announcing again after a contention, and what health makes of
+// our part (Health). It takes events — a packet, a timer, a health verdict,
+// an answer to its question, a carrier change, a reload — each with the
+// time, and returns what to do as Effects (Ready): it calls nothing.
+// Deadline says when Timeout is due. Instance.Run drives it with the wall
+// clock and the network; internal/sim drives it on a virtual clock.
 type Core struct {
-	cfg Config
-	m   *Machine
-	out Output
-	log *slog.Logger
+	cfg     Config
+	m       *Machine
+	effects []Effect // decided, not yet taken (Ready)
+	log     *slog.Logger
 
 	state    State // as last reported through Changed
 	priority uint8 // as last set: 0 = not a candidate
@@ -98,8 +115,8 @@ type handover struct {
 }
 
 // NewCore returns the core of an instance of cfg, not yet a candidate.
-func NewCore(cfg Config, out Output, log *slog.Logger) *Core {
-	return &Core{cfg: cfg, out: out, log: log, vote: vote{base: cfg.Priority},
+func NewCore(cfg Config, log *slog.Logger) *Core {
+	return &Core{cfg: cfg, log: log, vote: vote{base: cfg.Priority},
 		m: NewMachine(Params{VRID: cfg.VRID, Interval: cfg.Interval, Sends: cfg.Sends, Preempt: cfg.Preempt,
 			ServedWait: cfg.ServedWait, SettleWithin: cfg.SettleWithin})}
 }
@@ -132,7 +149,7 @@ func (c *Core) fallbackWait() time.Duration { return 2 * c.cfg.Interval }
 // wait for a verdict; without, they must not be here (not master yet).
 func (c *Core) Start(now time.Time) {
 	if !c.cfg.Resume {
-		c.out.Decide(false)
+		c.decide(false)
 		return
 	}
 	c.phase, c.resume = Resuming, resuming{started: now, until: now.Add(c.resumeWait())}
@@ -193,13 +210,13 @@ func (c *Core) Timeout(now time.Time) {
 	if !c.againAt.IsZero() && !now.Before(c.againAt) {
 		c.againAt = time.Time{}
 		if c.m.State() == Master {
-			c.out.Decide(true)
+			c.decide(true)
 		}
 	}
 	if h := &c.handover; !h.again.IsZero() && !now.Before(h.again) {
 		h.again = time.Time{}
 		if c.phase == HandingOver && !h.heard && c.m.State() != Master {
-			c.out.Send(0)
+			c.emit(Effect{Kind: Advertise, Priority: 0})
 			h.again = now.Add(c.cfg.Interval)
 		}
 	}
@@ -383,7 +400,7 @@ func (c *Core) Carrier(up bool, now time.Time) {
 func (c *Core) Lapsed(now time.Time) {
 	if c.m.State() == Master {
 		c.log.Warn("The VIP's lifetime ran out, and this node is still the master: binding it again", "vrid", c.cfg.VRID)
-		c.out.Decide(true)
+		c.decide(true)
 	}
 }
 
@@ -423,7 +440,7 @@ func (c *Core) endResume(why string, now time.Time) {
 	healthy := !c.resume.at.IsZero()
 	c.phase, c.resume = Steady, resuming{}
 	c.log.Info("Not resuming: releasing the VIP found bound at start", "reason", why)
-	c.out.Decide(false)
+	c.decide(false)
 	if healthy {
 		c.apply(c.setPriority(c.priority, now), false, now)
 	}
@@ -436,7 +453,7 @@ func (c *Core) handedOver(why string) {
 	}
 	c.phase = Steady
 	c.log.Info("Handing the VIP over", "reason", why)
-	c.out.Decide(false)
+	c.decide(false)
 }
 
 // apply carries out the machine's actions; with keep, leaving the master
@@ -444,31 +461,44 @@ func (c *Core) handedOver(why string) {
 func (c *Core) apply(acts []Action, keep bool, now time.Time) {
 	for _, a := range acts {
 		if a.Ask {
-			c.out.Ask()
+			c.emit(Effect{Kind: Ask})
 		}
 		if a.Send {
-			c.out.Send(a.Priority)
+			c.emit(Effect{Kind: Advertise, Priority: a.Priority})
 		}
 		if a.Reannounce && now.Sub(c.reannounced) >= reannounceEvery {
 			c.reannounced = now
 			c.log.Info("Another master is on the link, announcing the VIP again", "other", a.Other)
-			c.out.Decide(true)
+			c.decide(true)
 			c.againAt = now.Add(reannounceAgain)
 		}
 		if a.Changed {
 			from := c.state
 			c.state = a.To
 			c.log.Info("VRRP state changed", "vrid", c.cfg.VRID, "from", from, "to", a.To, "reason", a.Reason)
-			c.out.Changed(from, a.To, a.Reason, now)
+			c.emit(Effect{Kind: Report, From: from, To: a.To, Reason: a.Reason, At: now})
 			if a.To == Master || !keep {
 				if c.phase == HandingOver {
 					c.phase = Steady
 				}
-				c.out.Decide(a.To == Master)
+				c.decide(a.To == Master)
 			}
 		}
 	}
 }
+
+// Ready returns the effects decided since it was last called, in order.
+// The driver carries them out after each call that may decide (every
+// event); the Core keeps none of them.
+func (c *Core) Ready() []Effect {
+	out := c.effects
+	c.effects = nil
+	return out
+}
+
+func (c *Core) emit(e Effect) { c.effects = append(c.effects, e) }
+
+func (c *Core) decide(hold bool) { c.emit(Effect{Kind: Decide, Hold: hold}) }
 
 // later returns the later of a and b.
 func later(a, b time.Time) time.Time {

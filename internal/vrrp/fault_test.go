@@ -195,8 +195,7 @@ func TestResumedNodeRejoinsAfterAFault(t *testing.T) {
 // once the verdict is healthy, and rejoins when the carrier is back. The
 // simulation found it (seed 183): it stayed in Initialize for good.
 func TestResumeDuringAFaultIsACandidate(t *testing.T) {
-	var out recordOutput
-	c := NewCore(resumeConfig(100*time.Millisecond), &out, discard)
+	c := NewCore(resumeConfig(100*time.Millisecond), discard)
 	c.Start(t0)
 	c.Carrier(false, t0.Add(time.Millisecond))
 	c.SetPriority(100, "", t0.Add(5*time.Millisecond))
@@ -214,9 +213,19 @@ type recordOutput struct {
 	asked   int
 }
 
-func (o *recordOutput) Ask()                                      { o.asked++ }
-func (o *recordOutput) Send(p uint8)                              { o.sent = append(o.sent, p) }
-func (o *recordOutput) Decide(hold bool)                          { o.decided = append(o.decided, hold) }
-func (o *recordOutput) Changed(_, _ State, _ string, _ time.Time) {}
+// of takes c's effects into o and returns o.
+func (o *recordOutput) of(c *Core) *recordOutput {
+	for _, e := range c.Ready() {
+		switch e.Kind {
+		case Ask:
+			o.asked++
+		case Advertise:
+			o.sent = append(o.sent, e.Priority)
+		case Decide:
+			o.decided = append(o.decided, e.Hold)
+		}
+	}
+	return o
+}
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -69,6 +69,12 @@ type Config struct {
 	SettleWithin time.Duration
 }
 
+// Advertisement is the advertisement of priority for the k-th VIP (one
+// per address family).
+func (c Config) Advertisement(priority uint8, k int) Advertisement {
+	return Advertisement{VRID: c.VRID, Priority: priority, Interval: Centiseconds(c.Interval), Addresses: []netip.Addr{c.VIPs[k].Addr()}}
+}
+
 // Status is a snapshot of an instance for /status and metrics.
 type Status struct {
 	VIP        netip.Prefix
@@ -264,8 +270,9 @@ type packet struct {
 // decision is the Core's; Run feeds it the wall clock, the network and the
 // interface.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	core := NewCore(i.cfg, output{i, decide}, i.log)
+	core := NewCore(i.cfg, i.log)
 	core.Start(time.Now())
+	i.apply(core, decide)
 	for k := range i.conns {
 		p := i.waitPrimary(ctx, i.conns[k])
 		i.primaries[k].Store(&p)
@@ -274,6 +281,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	core.SetPrimary(primary)
 	i.setStatus(func(s *Status) { s.Primary = primary })
 	i.checkCarrier(core)
+	i.apply(core, decide)
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -300,6 +308,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.checkCarrier(core)
 		case <-ctx.Done():
 			core.Shutdown(time.Now())
+			i.apply(core, decide)
 			close(stop)
 			for _, c := range i.conns {
 				c.Close()
@@ -329,6 +338,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.drain(core, packets)
 			core.Timeout(time.Now())
 		}
+		i.apply(core, decide)
 		i.setStatus(func(s *Status) { s.Priority, s.Master, s.Failing = core.Priority(), core.Master(), core.Failing() })
 		resetTimer(timer, core.Deadline())
 	}
@@ -386,22 +396,23 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 	}
 }
 
-// output carries out a Core's requests for an Instance.
-type output struct {
-	i      *Instance
-	decide func(netip.Prefix, bool)
-}
-
-func (o output) Send(priority uint8) { o.i.send(priority) }
-func (o output) Ask() {
-	if o.i.cfg.Ask != nil {
-		o.i.asking.Store(true)
-		o.i.cfg.Ask()
+// apply carries out what the core decided, in order.
+func (i *Instance) apply(core *Core, decide func(netip.Prefix, bool)) {
+	for _, e := range core.Ready() {
+		switch e.Kind {
+		case Advertise:
+			i.send(e.Priority)
+		case Ask:
+			if i.cfg.Ask != nil {
+				i.asking.Store(true)
+				i.cfg.Ask()
+			}
+		case Decide:
+			i.decideAll(decide, e.Hold)
+		case Report:
+			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = e.To, e.At, e.Reason })
+		}
 	}
-}
-func (o output) Decide(hold bool) { o.i.decideAll(o.decide, hold) }
-func (o output) Changed(_, to State, reason string, now time.Time) {
-	o.i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = to, now, reason })
 }
 
 // decideAll decides every VIP alike.
@@ -532,9 +543,8 @@ func (i *Instance) checkCarrier(core *Core) {
 // send advertises priority for every VIP, each over its family's transport.
 func (i *Instance) send(priority uint8) {
 	for k, conn := range i.conns {
-		adv := &Advertisement{VRID: i.cfg.VRID, Priority: priority, Interval: Centiseconds(i.cfg.Interval),
-			Addresses: []netip.Addr{i.cfg.VIPs[k].Addr()}}
-		if err := conn.Send(adv, *i.primaries[k].Load()); err != nil {
+		adv := i.cfg.Advertisement(priority, k)
+		if err := conn.Send(&adv, *i.primaries[k].Load()); err != nil {
 			if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
 				i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
 			}

@@ -64,11 +64,11 @@ func TestResumeGivesUp(t *testing.T) {
 // the node that held it.
 func TestResumeListensAnIntervalFirst(t *testing.T) {
 	var out recordOutput
-	c := NewCore(resumeConfig(200*time.Millisecond), &out, discard)
+	c := NewCore(resumeConfig(200*time.Millisecond), discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(2*time.Millisecond)) // the verdict, first
-	if c.State() == Master || len(out.sent) > 0 {
-		t.Fatalf("resumed at the verdict, before an interval of listening: %s, sent %v", c.State(), out.sent)
+	if c.State() == Master || len(out.of(c).sent) > 0 {
+		t.Fatalf("resumed at the verdict, before an interval of listening: %s, sent %v", c.State(), out.of(c).sent)
 	}
 	if at := c.Deadline(); !at.Equal(t0.Add(250 * time.Millisecond)) {
 		t.Fatalf("resume due at %v, want an interval and a quarter after the start", at.Sub(t0))
@@ -76,8 +76,8 @@ func TestResumeListensAnIntervalFirst(t *testing.T) {
 	// The taker's advertisement, read after the verdict.
 	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.9"), t0.Add(3*time.Millisecond))
 	c.Timeout(t0.Add(250 * time.Millisecond))
-	if c.State() != Backup || len(out.sent) > 0 || len(out.decided) == 0 || slices.Contains(out.decided, true) {
-		t.Fatalf("state %s, sent %v, decided %v: want the VIP released, a backup, never master", c.State(), out.sent, out.decided)
+	if c.State() != Backup || len(out.of(c).sent) > 0 || len(out.of(c).decided) == 0 || slices.Contains(out.of(c).decided, true) {
+		t.Fatalf("state %s, sent %v, decided %v: want the VIP released, a backup, never master", c.State(), out.of(c).sent, out.of(c).decided)
 	}
 }
 
@@ -85,16 +85,15 @@ func TestResumeListensAnIntervalFirst(t *testing.T) {
 // healthy restarted daemon resumes, keeping the VIP it found bound.
 func TestResumeAfterAQuietInterval(t *testing.T) {
 	var out recordOutput
-	c := NewCore(resumeConfig(200*time.Millisecond), &out, discard)
+	c := NewCore(resumeConfig(200*time.Millisecond), discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(2*time.Millisecond))
 	c.Timeout(c.Deadline())
-	if c.State() != Master || slices.Contains(out.decided, false) || len(out.sent) != 1 {
-		t.Fatalf("state %s, sent %v, decided %v: want master at once, the VIP kept", c.State(), out.sent, out.decided)
+	if c.State() != Master || slices.Contains(out.of(c).decided, false) || len(out.of(c).sent) != 1 {
+		t.Fatalf("state %s, sent %v, decided %v: want master at once, the VIP kept", c.State(), out.of(c).sent, out.of(c).decided)
 	}
 	// A verdict that comes after the interval resumes at once.
-	var late recordOutput
-	c = NewCore(resumeConfig(200*time.Millisecond), &late, discard)
+	c = NewCore(resumeConfig(200*time.Millisecond), discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(300*time.Millisecond))
 	if at := c.Deadline(); !at.Equal(t0.Add(300 * time.Millisecond)) {

@@ -180,7 +180,7 @@ func TestServedWaitOutlastsNoPriorityChange(t *testing.T) {
 // waiting on its host, which still answers for the VIP.
 func TestResignedMasterRepeatsPriorityZero(t *testing.T) {
 	var out recordOutput
-	c := NewCore(Config{VIPs: nil, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, &out, discard)
+	c := NewCore(Config{VIPs: nil, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, discard)
 	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
 	c.Start(t0)
 	c.SetPriority(100, "", t0)
@@ -188,29 +188,29 @@ func TestResignedMasterRepeatsPriorityZero(t *testing.T) {
 		c.Timeout(now)
 	}
 	at := c.Deadline()
-	out.sent = nil
+	out.of(c).sent = nil
 	c.SetPriority(0, "draining", at)
 	for k := 0; k < 3; k++ {
 		at = c.Deadline()
 		c.Timeout(at)
 	}
 	zeros := 0
-	for _, p := range out.sent {
+	for _, p := range out.of(c).sent {
 		if p == 0 {
 			zeros++
 		}
 	}
 	if zeros < 3 {
-		t.Fatalf("sent %v while handing over: want priority 0 at the resignation and again every interval", out.sent)
+		t.Fatalf("sent %v while handing over: want priority 0 at the resignation and again every interval", out.of(c).sent)
 	}
 	c.Receive(adv(100, 20), netip.MustParseAddr("192.0.2.12"), at.Add(10*time.Millisecond))
-	out.sent = nil
+	out.of(c).sent = nil
 	for k := 0; k < 3 && !c.Deadline().IsZero(); k++ {
 		c.Timeout(c.Deadline())
 	}
-	for _, p := range out.sent {
+	for _, p := range out.of(c).sent {
 		if p == 0 {
-			t.Fatalf("sent %v after another master announced itself", out.sent)
+			t.Fatalf("sent %v after another master announced itself", out.of(c).sent)
 		}
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/novaedge/cpvip/internal/health"
 )
 
-func voteCore(out *recordOutput, failOpen bool) *Core {
+func voteCore(failOpen bool) *Core {
 	c := NewCore(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100, FailOpen: failOpen,
-		Interval: 200 * time.Millisecond, Sends: 2}, out, discard)
+		Interval: 200 * time.Millisecond, Sends: 2}, discard)
 	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
 	return c
 }
@@ -26,8 +26,7 @@ func verdict(st health.State, settled, certain bool, why string) health.Transiti
 // once while healthy only.
 func TestHealthGivesThePriority(t *testing.T) {
 	for _, failOpen := range []bool{false, true} {
-		var out recordOutput
-		c := voteCore(&out, failOpen)
+		c := voteCore(failOpen)
 		c.Health(verdict(health.Unhealthy, false, false, "status 500"), t0)
 		if c.Priority() != 0 {
 			t.Errorf("fail open %v: never healthy, priority %d, want 0", failOpen, c.Priority())
@@ -62,7 +61,7 @@ func TestHealthGivesThePriority(t *testing.T) {
 // unchanged. A transition with nothing new changes nothing.
 func TestHealthCertainLaterResigns(t *testing.T) {
 	var out recordOutput
-	c := voteCore(&out, true)
+	c := voteCore(true)
 	c.Health(verdict(health.Healthy, true, false, ""), t0)
 	c.Timeout(c.Deadline())
 	if c.State() != Master {
@@ -73,15 +72,17 @@ func TestHealthCertainLaterResigns(t *testing.T) {
 	if c.State() != Master || c.Priority() != FailOpenPriority {
 		t.Fatalf("failing on time-outs: %s at %d, want master at the fail-open priority", c.State(), c.Priority())
 	}
+	c.Ready()
 	out = recordOutput{}
 	c.Health(health.Transition{State: health.Unhealthy, Certain: true, Last: health.Result{Outcome: health.Refused, Reason: "connection refused"}}, now)
-	if !slices.Equal(out.sent, []uint8{0}) || c.State() == Master {
-		t.Fatalf("refused now: sent %v, state %s, want priority 0 sent", out.sent, c.State())
+	if !slices.Equal(out.of(c).sent, []uint8{0}) || c.State() == Master {
+		t.Fatalf("refused now: sent %v, state %s, want priority 0 sent", out.of(c).sent, c.State())
 	}
+	c.Ready()
 	out = recordOutput{}
 	c.Health(health.Transition{State: health.Unhealthy, Certain: true, Last: health.Result{Outcome: health.Refused, Reason: "connection refused"}}, now)
-	if len(out.sent) != 0 || len(out.decided) != 0 {
-		t.Fatalf("the same verdict again: sent %v, decided %v, want nothing", out.sent, out.decided)
+	if len(out.of(c).sent) != 0 || len(out.of(c).decided) != 0 {
+		t.Fatalf("the same verdict again: sent %v, decided %v, want nothing", out.of(c).sent, out.of(c).decided)
 	}
 }
 
@@ -89,8 +90,7 @@ func TestHealthCertainLaterResigns(t *testing.T) {
 // newer one (vrrp.Instance keeps the latest): the core acts on the state it
 // last took, not on the transition's Changed.
 func TestHealthLatestOnly(t *testing.T) {
-	var out recordOutput
-	c := voteCore(&out, false)
+	c := voteCore(false)
 	// Healthy (Changed) was dropped; the newer says only that it settled.
 	c.Health(health.Transition{State: health.Healthy, Settled: true}, t0)
 	if c.Priority() != 100 {
@@ -102,8 +102,7 @@ func TestHealthLatestOnly(t *testing.T) {
 // the VIP from a master at the fail-open priority; one settled takes it
 // within its skew.
 func TestHealthSettledBeforePriority(t *testing.T) {
-	var out recordOutput
-	c := voteCore(&out, true)
+	c := voteCore(true)
 	failOpen := netip.MustParseAddr("192.0.2.12")
 	c.Health(verdict(health.Healthy, false, false, ""), t0)
 	now := t0
