@@ -18,7 +18,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.imageRepo=$(IMAGE_REPO)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
 # The simulation runs alone (make sim): one goroutine, nothing for -race to find.
-PKGS_RACE = $(filter-out %/internal/sim,$(shell $(GO) list $(PKGS_UNIT)))
+PKGS_RACE = $(filter-out %/internal/testing/sim,$(shell $(GO) list $(PKGS_UNIT)))
 # Schedules the simulation runs in make test; SIM_BUDGET=10m runs for a time instead.
 SIM_SEEDS ?= 3000
 SIM_BUDGET ?= 0
@@ -66,11 +66,11 @@ lint:
 unit:
 	$(GO) test -race -count=1 $(PKGS_RACE)
 
-# The deterministic simulation of the group (internal/sim): SIM_SEEDS
+# The deterministic simulation of the group (internal/testing/sim): SIM_SEEDS
 # schedules (or SIM_BUDGET of them), then the check that it still finds
 # each of issue 32's findings with af8485c's rule put back.
 sim:
-	$(GO) test -count=1 -timeout 0 ./internal/sim -sim.seeds $(SIM_SEEDS) -sim.budget $(SIM_BUDGET) -v 2>&1 | grep -vE '^(=== RUN|--- PASS|PASS)' ; exit $${PIPESTATUS[0]}
+	$(GO) test -count=1 -timeout 0 ./internal/testing/sim -sim.seeds $(SIM_SEEDS) -sim.budget $(SIM_BUDGET) -v 2>&1 | grep -vE '^(=== RUN|--- PASS|PASS)' ; exit $${PIPESTATUS[0]}
 	test/tools/sim-bite.sh
 
 # The unit tests of every package that touches bytes on the wire or the

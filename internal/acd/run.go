@@ -53,7 +53,7 @@ func (g *Guard) Run(ctx context.Context) {
 }
 
 // Start begins the check: it settles from now on (Guard.Settle). Run calls
-// it; a driver of its own (internal/sim) calls Start, Attach and Round.
+// it; a driver of its own (internal/testing/sim) calls Start, Attach and Round.
 func (g *Guard) Start() {
 	g.mu.Lock()
 	g.started = g.now()
@@ -218,7 +218,7 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 }
 
 // OpenFailed records that vip's wire could not be opened (the driver of
-// the wires: listen, or internal/sim's).
+// the wires: listen, or internal/testing/sim's).
 func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 	g.failed(vip, "Opening the conflict probe failed", err)
 }

@@ -2,7 +2,7 @@
 // function of the election's verdict, the conflict check's verdict and what
 // the kernel has bound. It is the only place that decision is made; the
 // reconcile step asks it for every VIP it owns (internal/reconcile), and the
-// simulation drives it as the daemon does (internal/sim).
+// simulation drives it as the daemon does (internal/testing/sim).
 package bind
 
 // Election is the elector's verdict on a VIP.

@@ -45,7 +45,7 @@ const (
 // an answer to its question, a carrier change, a reload — each with the
 // time, and returns what to do as Effects (Ready): it calls nothing.
 // Deadline says when Timeout is due. Instance.Run drives it with the wall
-// clock and the network; internal/sim drives it on a virtual clock.
+// clock and the network; internal/testing/sim drives it on a virtual clock.
 type Core struct {
 	cfg     Config
 	m       *Machine

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The simulation bites: each patch in internal/sim/testdata/af8485c puts
+# The simulation bites: each patch in internal/testing/sim/testdata/af8485c puts
 # one decision rule of af8485c back (issue 32, findings 1-6), each in
-# internal/sim/testdata/later one found since (the e2e or a review), and the
+# internal/testing/sim/testdata/later one found since (the e2e or a review), and the
 # simulation must break the invariant named below on each recorded seed.
 # Runs on a copy of the tree as it is (tracked files); the tree is not
 # touched. Prints one line per finding; fails if any rule goes unnoticed.
@@ -31,10 +31,10 @@ declare -A seeds=([1]="1 13 16" [2]="15 16 25" [3]="149 155 180" [4]="2 15 17" [
   [lifetime]="7 11 23" [resume-listen]="132 251 583")
 missed=0
 for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong restart-wait unsettled-taker lifetime resume-listen; do
-  p="internal/sim/testdata/af8485c/finding$n.patch"
-  [ -f "$p" ] || p="internal/sim/testdata/later/$n.patch"
+  p="internal/testing/sim/testdata/af8485c/finding$n.patch"
+  [ -f "$p" ] || p="internal/testing/sim/testdata/later/$n.patch"
   patch -s -p1 < "$p"
-  go test -c -o sim.test ./internal/sim
+  go test -c -o sim.test ./internal/testing/sim
   for s in ${seeds[$n]}; do
     if out=$(./sim.test -test.run '^TestSimulation$' -sim.seed "$s" 2>&1); then
       echo "finding $n: seed $s passed with af8485c's rule back: the simulation no longer finds it"; missed=1

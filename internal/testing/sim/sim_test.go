@@ -55,7 +55,7 @@ func TestSimulation(t *testing.T) {
 			continue
 		}
 		if r.Failure != nil {
-			t.Fatalf("%s\nreproduce: go test ./internal/sim -run TestSimulation -sim.seed %d", Shrink(r).Report(120), seed)
+			t.Fatalf("%s\nreproduce: go test ./internal/testing/sim -run TestSimulation -sim.seed %d", Shrink(r).Report(120), seed)
 		}
 	}
 	for _, inv := range slices.Sorted(maps.Keys(broken)) {
