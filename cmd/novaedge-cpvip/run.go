@@ -235,7 +235,12 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		known = acd.NewKnown(cfg.Peers, time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
 	}
 	var guard *acd.Guard
-	ask := func() { guard.ProbeNow() } // with known only, so with a guard
+	var ask func() // with the conflict check: a backup asks whether its silent master's host answers
+	if known != nil {
+		guard = newGuard(cfg, ifname, known, log)
+		known.SetGrew(guard.Rejudge)
+		ask = guard.ProbeNow
+	}
 	elector, err := buildVRRP(cfg, ifname, resume, known, ask, log)
 	if err != nil {
 		return nil, err
@@ -249,17 +254,14 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcile.Period,
 		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading,
 		Contests: elector.Established, Lapsed: elector.Lapsed}
-	var ann *l2.Announcer
-	if known != nil {
-		guard = newGuard(cfg, ifname, known, func() { ann.Poke() }, log)
-		known.SetGrew(guard.Rejudge)
+	if guard != nil {
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
 		opts.Guard = guard
 	}
 	events := watchInterface(ctx, ifname, onLink, log)
-	ann = l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
+	ann := l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
-		guard.Contested, guard.Defend, guard.Served = ann.Contested, ann.Defend, elector.Served
+		go relay(ctx, guard, ann, elector)
 		go guard.Run(ctx)
 	}
 	d := &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
@@ -273,7 +275,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 // newGuard builds the address conflict detection of the VIPs on ifname:
 // whoever answers for them and is neither this host nor a router of our
 // VRRP group (known) keeps them unbound.
-func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(), log *slog.Logger) *acd.Guard {
+func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Logger) *acd.Guard {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -288,7 +290,7 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(
 		}
 		return acd.OpenNDP(ifi, vip)
 	}
-	g := acd.NewGuard(vips, open, known, changed, time.Now,
+	g := acd.NewGuard(vips, open, known, time.Now,
 		log.With("component", "acd", "interface", ifname))
 	// A node joining a running group hears the master's advertisement within
 	// an interval: only then is the master's answer for the VIP known as ours.
@@ -298,6 +300,31 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, changed func(
 	// next one, a 100 ms grace later: no probe of ours meanwhile.
 	g.DefendWait = acd.DefendWaitFor(cfg.AdvertInterval, cfg.AdvertsPerInterval)
 	return g
+}
+
+// relay hands the conflict check's notes to their owners until ctx ends:
+// a verdict that may have changed to the reconcile loop, a contested or
+// defended VIP to the announcer, another host's answer to the election.
+func relay(ctx context.Context, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.Noted():
+		}
+		for _, n := range g.Notes() {
+			switch n.Kind {
+			case acd.Changed:
+				ann.Poke()
+			case acd.Contested:
+				ann.Contested(n.VIP)
+			case acd.Defend:
+				ann.Defend(n.VIP)
+			case acd.Served:
+				elector.Served(n.Member)
+			}
+		}
+	}
 }
 
 // buildVRRP opens one VRRP transport per VIP (one per address family) and

@@ -90,11 +90,14 @@ type Conflict struct {
 // Guard judges whether another host answers for each VIP. Verdict and Conflicts may be
 // called from any goroutine.
 type Guard struct {
-	open    func(vip netip.Addr) (Wire, error)
-	id      Identity
-	now     func() time.Time
-	log     *slog.Logger
-	changed func() // a VIP's verdict may have changed: ask Verdict again
+	open func(vip netip.Addr) (Wire, error)
+	id   Identity
+	now  func() time.Time
+	log  *slog.Logger
+
+	nmu   sync.Mutex // guards notes
+	notes []Note     // not yet taken (Notes)
+	noted chan struct{}
 
 	mu     sync.Mutex
 	vips   map[netip.Addr]*vipState
@@ -109,24 +112,6 @@ type Guard struct {
 	started   time.Time // when Run started; under mu
 	refreshed time.Time // the latest Identity refresh of a round; under mu
 
-	// Contested, when set, is called when another router of our group
-	// announced a VIP this node should hold, at most once a ProbeEvery per
-	// VIP (set before Run): the neighbours that heard it now send to that
-	// router. The holder announces the VIP again (l2.Announcer.Contested);
-	// a lost advertisement must not leave them there after that router
-	// stepped back. Its answers to our probes reach only us: nothing to
-	// win back.
-	Contested func(vip netip.Addr)
-	// Defend, when set, is called when this node defends a VIP it holds
-	// against another host's first answer (RFC 5227 section 2.4 (b)): it
-	// announces the VIP again (l2.Announcer.Defend). Set before Run.
-	Defend func(vip netip.Addr)
-	// Served, when set, is called when a host other than this node
-	// answered for a VIP or announced it (set before Run), saying whether
-	// it is a known router of our group: its kernel runs and holds the
-	// VIP. A backup whose master went silent waits for it while it does
-	// (vrrp's Instance.Served, asked through ProbeNow). It must not block.
-	Served func(member bool)
 	// DefendWait is how long after a defence the guard sends no probe for
 	// the VIP (vipState.nextProbe): a router of ours that took it on lost
 	// advertisements, its MAC unknown to us, lets go once it hears our next
@@ -151,16 +136,16 @@ type vipState struct {
 	quiet     int       // probes in a row that went unanswered (by others than us and our group)
 	checked   bool      // a probe went unanswered since the check started or the link last changed
 	counted   time.Time // the latest probe counted in quiet
-	contested time.Time // the latest Contested call
+	contested time.Time // the latest Contested note
 	bound     bool      // the kernel has the VIP bound here (Verdict)
 	defended  time.Time // when this node last defended the VIP against another host
 }
 
-// NewGuard returns a guard for vips; open opens a VIP's wire, changed is
-// called when a verdict may have changed.
-func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identity, changed func(),
+// NewGuard returns a guard for vips; open opens a VIP's wire. What it has
+// to tell the rest of the node it notes (Notes).
+func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identity,
 	now func() time.Time, log *slog.Logger) *Guard {
-	g := &Guard{open: open, id: id, now: now, log: log, changed: changed,
+	g := &Guard{open: open, id: id, now: now, log: log, noted: make(chan struct{}, 1),
 		vips: map[netip.Addr]*vipState{}, wake: make(chan struct{}, 1)}
 	for _, v := range vips {
 		g.vips[v] = &vipState{}
@@ -255,9 +240,7 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	// stranger's answer counts is the election's to say (vrrp's
 	// Machine.Served: only while it has heard no master at all).
 	member := g.id.Ours(mac)
-	if g.Served != nil {
-		g.Served(member)
-	}
+	g.note(Note{Kind: Served, Member: member})
 	if member {
 		if c.Announced {
 			g.contest(vip)
@@ -293,12 +276,10 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		g.log.Warn("Another host answered for the VIP: defending it (RFC 5227), releasing it if it answers again", "address", vip,
 			"mac", mac.String(), "within", DefendInterval)
 		g.Defended.Add(1)
-		if g.Defend != nil {
-			g.Defend(vip)
-		}
+		g.note(Note{Kind: Defend, VIP: vip})
 	}
 	if want {
-		g.changed()
+		g.note(Note{Kind: Changed})
 	}
 }
 
@@ -306,19 +287,19 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 // and c has not answered since.
 func (c *Conflict) defended() bool { return !c.defence.IsZero() && !c.Last.After(c.defence) }
 
-// contest tells Contested that a router of our group announced vip, if
+// contest notes that a router of our group announced vip (Contested), if
 // this node should hold it and was not told within ProbeEvery.
 func (g *Guard) contest(vip netip.Addr) {
 	g.mu.Lock()
 	s, ok := g.vips[vip]
 	now := g.now()
-	call := ok && s.want && g.Contested != nil && now.Sub(s.contested) >= ProbeEvery
+	call := ok && s.want && now.Sub(s.contested) >= ProbeEvery
 	if call {
 		s.contested = now
 	}
 	g.mu.Unlock()
 	if call {
-		g.Contested(vip)
+		g.note(Note{Kind: Contested, VIP: vip})
 	}
 }
 
@@ -388,7 +369,7 @@ func (g *Guard) forgetMembers() {
 	}
 	g.mu.Unlock()
 	if freed {
-		g.changed()
+		g.note(Note{Kind: Changed})
 	}
 }
 

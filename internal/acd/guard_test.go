@@ -41,15 +41,38 @@ func (fakeIdentity) Refresh()                       {}
 
 // harness is a guard on a manual clock with its wire installed.
 type harness struct {
-	g       *Guard
-	w       *fakeWire
-	now     time.Time
-	changed int
+	g   *Guard
+	w   *fakeWire
+	now time.Time
+	// The guard's notes so far (n): Changed, Contested, Defend, and
+	// Served (members: those for a router of ours).
+	changed, defences, served, members int
+	contested                          []netip.Addr
+}
+
+// n takes the guard's notes into the harness's counts and returns it.
+func (h *harness) n() *harness {
+	for _, n := range h.g.Notes() {
+		switch n.Kind {
+		case Changed:
+			h.changed++
+		case Contested:
+			h.contested = append(h.contested, n.VIP)
+		case Defend:
+			h.defences++
+		case Served:
+			h.served++
+			if n.Member {
+				h.members++
+			}
+		}
+	}
+	return h
 }
 
 func newHarness() *harness {
 	h := &harness{w: &fakeWire{}, now: time.Unix(1000, 0)}
-	h.g = NewGuard([]netip.Addr{vip}, nil, fakeIdentity{}, func() { h.changed++ }, func() time.Time { return h.now },
+	h.g = NewGuard([]netip.Addr{vip}, nil, fakeIdentity{}, func() time.Time { return h.now },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	h.g.Attach(vip, h.w)
 	h.g.started = h.now.Add(-time.Hour) // settled
@@ -71,8 +94,8 @@ func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 		t.Fatalf("%d probes, next in %v (want 1, %v), or allowed before the answer wait", h.w.count(), next.Sub(h.now), AnswerWait)
 	}
 	h.advance(AnswerWait)
-	if h.changed != 1 || !(h.g.Verdict(vip, true, false) == bind.Clear) {
-		t.Fatalf("unanswered probe: changed %d, must be allowed", h.changed)
+	if h.n().changed != 1 || !(h.g.Verdict(vip, true, false) == bind.Clear) {
+		t.Fatalf("unanswered probe: changed %d, must be allowed", h.n().changed)
 	}
 	h.g.Verdict(vip, false, false)
 	h.advance(ProbeEvery)
@@ -84,8 +107,8 @@ func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 		t.Fatal("a takeover must not wait for a probe")
 	}
 	h.advance(ProbeEvery)
-	if h.w.count() != 3 || h.changed != 1 {
-		t.Fatalf("holder: %d probes (want 3: it probes too), changed %d (want no wake-up)", h.w.count(), h.changed)
+	if h.w.count() != 3 || h.n().changed != 1 {
+		t.Fatalf("holder: %d probes (want 3: it probes too), changed %d (want no wake-up)", h.w.count(), h.n().changed)
 	}
 }
 
@@ -140,9 +163,9 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true, false) == bind.Clear) {
 			t.Fatalf("probe sent: %d probes, next in %v, or allowed before the answer wait", h.w.count(), next.Sub(h.now))
 		}
-		changed := h.changed
+		changed := h.n().changed
 		h.advance(AnswerWait)
-		if h.changed != changed+1 {
+		if h.n().changed != changed+1 {
 			t.Fatal("the end of the answer wait must wake the loop")
 		}
 		if free := (h.g.Verdict(vip, true, false) == bind.Clear); free != (k == FreeAfter-1) {
@@ -160,8 +183,8 @@ func TestForeignClaimWhileHoldingReleases(t *testing.T) {
 		t.Fatal("not allowed")
 	}
 	h.g.Observe(vip, Claim{MAC: foreign}) // its gratuitous ARP
-	if h.changed != 1 || (h.g.Verdict(vip, true, false) != bind.Claimed) {
-		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.changed)
+	if h.n().changed != 1 || (h.g.Verdict(vip, true, false) != bind.Claimed) {
+		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.n().changed)
 	}
 }
 
@@ -266,11 +289,11 @@ func TestUncheckedWakesTheLoop(t *testing.T) {
 	h := newHarness()
 	h.g.Verdict(vip, true, false)
 	h.g.Attach(vip, &failingWire{})
-	before := h.changed
+	before := h.n().changed
 	for range 11 {
 		h.advance(ProbeEvery)
 	}
-	if h.changed == before {
+	if h.n().changed == before {
 		t.Fatal("the verdict turned clear (unchecked) without waking the loop")
 	}
 }
@@ -281,28 +304,26 @@ func TestUncheckedWakesTheLoop(t *testing.T) {
 // and a stranger (a conflict) are not.
 func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 	h := newHarness()
-	var contested []netip.Addr
-	h.g.Contested = func(v netip.Addr) { contested = append(contested, v) }
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
-	if len(contested) != 0 {
-		t.Fatalf("contested %v while this node should not hold the VIP", contested)
+	if len(h.n().contested) != 0 {
+		t.Fatalf("contested %v while this node should not hold the VIP", h.n().contested)
 	}
 	h.g.Verdict(vip, true, true)
 	h.g.Observe(vip, Claim{MAC: selfMAC, Announced: true})
 	h.g.Observe(vip, Claim{MAC: member}) // an answer to our probe
-	if len(contested) != 0 {
-		t.Fatalf("contested %v on our own frame or a member's answer to our probe", contested)
+	if len(h.n().contested) != 0 {
+		t.Fatalf("contested %v on our own frame or a member's answer to our probe", h.n().contested)
 	}
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
-	if len(contested) != 1 || contested[0] != vip {
-		t.Fatalf("contested %v; want %v once", contested, vip)
+	if len(h.n().contested) != 1 || h.n().contested[0] != vip {
+		t.Fatalf("contested %v; want %v once", h.n().contested, vip)
 	}
 	h.advance(ProbeEvery)
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	h.g.Observe(vip, Claim{MAC: foreign, Announced: true})
-	if len(contested) != 2 {
-		t.Fatalf("contested %d times; want 2: again after ProbeEvery, not for a stranger", len(contested))
+	if len(h.n().contested) != 2 {
+		t.Fatalf("contested %d times; want 2: again after ProbeEvery, not for a stranger", len(h.n().contested))
 	}
 }
 
@@ -312,8 +333,6 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 // while another host answers.
 func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	h := newHarness()
-	defences := 0
-	h.g.Defend = func(netip.Addr) { defences++ }
 	h.g.DefendWait = 700 * time.Millisecond
 	h.g.Verdict(vip, true, true)
 	h.advance(0) // a probe, unanswered
@@ -322,8 +341,8 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 		t.Fatalf("verdict %v before any answer", v)
 	}
 	h.g.Observe(vip, Claim{MAC: foreign}) // a backup's gratuitous ARP before its advertisement, say
-	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 1 {
-		t.Fatalf("after one answer: %v, %d defences; want defended, 1", v, defences)
+	if v := h.g.Verdict(vip, true, true); v != bind.Defended || h.n().defences != 1 {
+		t.Fatalf("after one answer: %v, %d defences; want defended, 1", v, h.n().defences)
 	}
 	if len(h.g.Conflicts()) != 0 {
 		t.Fatal("a defended answer is not a reported conflict")
@@ -336,8 +355,8 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	}
 	h.advance(time.Second)
 	h.g.Observe(vip, Claim{MAC: foreign})
-	if v := h.g.Verdict(vip, true, true); v != bind.Claimed || defences != 1 {
-		t.Fatalf("after a second answer: %v, %d defences; want claimed, 1", v, defences)
+	if v := h.g.Verdict(vip, true, true); v != bind.Claimed || h.n().defences != 1 {
+		t.Fatalf("after a second answer: %v, %d defences; want claimed, 1", v, h.n().defences)
 	}
 	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Claimed, Bound: true}); hold {
 		t.Fatal("a claimed VIP must be released")
@@ -352,15 +371,14 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 		t.Fatalf("verdict %v after the other host went quiet", v)
 	}
 	h.g.Observe(vip, Claim{MAC: foreign})
-	if v := h.g.Verdict(vip, true, true); v != bind.Defended || defences != 2 {
-		t.Fatalf("after DefendInterval: %v, %d defences; want defended, 2", v, defences)
+	if v := h.g.Verdict(vip, true, true); v != bind.Defended || h.n().defences != 2 {
+		t.Fatalf("after DefendInterval: %v, %d defences; want defended, 2", v, h.n().defences)
 	}
 
 	u := newHarness() // elected, not bound: never bound while another host answers
-	u.g.Defend = func(netip.Addr) { t.Fatal("defended a VIP this node does not hold") }
 	u.g.Verdict(vip, true, false)
 	u.g.Observe(vip, Claim{MAC: foreign})
-	if v := u.g.Verdict(vip, true, false); v != bind.Claimed {
+	if v := u.g.Verdict(vip, true, false); v != bind.Claimed || u.n().defences != 0 {
 		t.Fatalf("verdict %v for a VIP not bound another host answers for", v)
 	}
 	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Defended, Bound: false}); hold {
@@ -377,13 +395,6 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 // silent never heard it advertise) — ours is not.
 func TestProbeNowAndServed(t *testing.T) {
 	h := newHarness()
-	served, members := 0, 0
-	h.g.Served = func(member bool) {
-		served++
-		if member {
-			members++
-		}
-	}
 	h.g.Verdict(vip, false, false)
 	h.advance(0)
 	if h.w.count() != 1 {
@@ -404,8 +415,8 @@ func TestProbeNowAndServed(t *testing.T) {
 		{Claim{MAC: foreign}, 3, 2},
 	} {
 		h.g.Observe(vip, c.claim)
-		if served != c.want || members != c.members {
-			t.Fatalf("after %s (announced %v): served %d times, %d as a member; want %d, %d", c.claim.MAC, c.claim.Announced, served, members, c.want, c.members)
+		if h.n(); h.served != c.want || h.members != c.members {
+			t.Fatalf("after %s (announced %v): served %d times, %d as a member; want %d, %d", c.claim.MAC, c.claim.Announced, h.served, h.members, c.want, c.members)
 		}
 	}
 }

@@ -182,7 +182,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after the member's entry: %v, conflicts %v; want clear at once (the simulation, seed 12062: it waited for a probe)", v, fmt.Sprint(h.g.Conflicts()))
 	}
-	if h.changed == 0 {
+	if h.n().changed == 0 {
 		t.Fatal("the loop was not woken when the claim went")
 	}
 }

@@ -93,7 +93,7 @@ func (g *Guard) Round() time.Time {
 	}
 	next, freeing := g.schedule(now)
 	if freeing {
-		g.changed() // a probe went unanswered: Verdict frees the VIP
+		g.note(Note{Kind: Changed}) // a probe went unanswered: Verdict frees the VIP
 	}
 	return next
 }
@@ -181,7 +181,7 @@ func (g *Guard) failed(vip netip.Addr, msg string, err error) {
 	}
 	g.mu.Unlock()
 	if changed {
-		g.changed()
+		g.note(Note{Kind: Changed})
 	}
 }
 

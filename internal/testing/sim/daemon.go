@@ -81,13 +81,10 @@ func (h *host) start() *daemon {
 		for i, v := range d.vips {
 			vips[i] = v.Addr()
 		}
-		d.guard = acd.NewGuard(vips, nil, d.known, func() { d.poke("guard") }, func() time.Time { return s.w.now },
+		d.guard = acd.NewGuard(vips, nil, d.known, func() time.Time { return s.w.now },
 			log.With("component", "acd"))
 		d.guard.Settle = h.cfg.AdvertInterval * 3 / 2
 		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
-		d.guard.Contested = func(vip netip.Addr) { d.announceAgain(vip, true) }
-		d.guard.Defend = func(vip netip.Addr) { d.announceAgain(vip, false) }
-		d.guard.Served = func(member bool) { d.core.Served(member, s.w.now); d.effects() }
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
@@ -145,6 +142,7 @@ func (d *daemon) settle() {
 	if !d.alive() {
 		return
 	}
+	d.notes()   // each guard call's notes are taken after it; none is left behind
 	d.effects() // each core call drains its own; none is left behind
 	w := d.h.s.w
 	if at := d.core.Deadline(); !at.IsZero() && !at.Equal(d.coreAt) {
@@ -164,6 +162,7 @@ func (d *daemon) settle() {
 		return
 	}
 	next := d.guard.Round()
+	d.notes()
 	d.flushProbes()
 	if !next.IsZero() && !next.Equal(d.guardAt) {
 		d.guardAt = next
@@ -381,6 +380,7 @@ func (d *daemon) handle(f frame) {
 	case claim:
 		if d.guard != nil && !now.Before(d.wireDown) && d.index == d.h.index {
 			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
+			d.notes()
 		}
 	case malformed:
 		// The wire parses frames itself and skips what does not parse
@@ -416,6 +416,7 @@ func (d *daemon) openWires() {
 	if !d.h.iface || d.h.s.w.now.Before(d.wireDown) {
 		for _, v := range d.vips {
 			d.guard.OpenFailed(v.Addr(), errNoDevice)
+			d.notes()
 		}
 		d.after(acd.ReopenEvery, "open wires", d.openWires)
 		return
@@ -442,6 +443,27 @@ func (d *daemon) flushProbes() {
 		d.h.s.seg.send(frame{kind: probe, from: d.h, mac: d.h.mac, vip: vip})
 	}
 	d.probes = d.probes[:0]
+}
+
+// notes hands the conflict check's notes to their owners, as
+// cmd/novaedge-cpvip's relay does.
+func (d *daemon) notes() {
+	if d.guard == nil {
+		return
+	}
+	for _, n := range d.guard.Notes() {
+		switch n.Kind {
+		case acd.Changed:
+			d.poke("guard")
+		case acd.Contested:
+			d.announceAgain(n.VIP, true)
+		case acd.Defend:
+			d.announceAgain(n.VIP, false)
+		case acd.Served:
+			d.core.Served(n.Member, d.h.s.w.now)
+			d.effects()
+		}
+	}
 }
 
 // effects carries out what the core decided (vrrp.Instance.apply, and
