@@ -252,7 +252,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		}
 	}
 	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcile.Period,
-		Self: elector.Primary, CaughtUp: elector.CaughtUp, Leading: elector.Leading,
+		Self: elector.Primary, WaitCaughtUp: elector.WaitCaughtUp, Leading: elector.Leading,
 		Contests: elector.Established, Lapsed: elector.Lapsed}
 	if guard != nil {
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))

@@ -27,10 +27,10 @@ type Options struct {
 	// the MAC that then answers for the VIP as ours even when it changed
 	// (the interface made again, a bond's failover).
 	Self func(family netip.Addr) netip.Addr
-	// CaughtUp, when set, says whether the election has read every
-	// advertisement the kernel queued before a time (vrrp.Instance.CaughtUp):
-	// a late repeat waits for it (burst).
-	CaughtUp func(time.Time) bool
+	// WaitCaughtUp, when set, waits at most a while until the election
+	// has read every advertisement the kernel queued before a time
+	// (vrrp.Instance.WaitCaughtUp): a late repeat waits for it (burst).
+	WaitCaughtUp func(ctx context.Context, t time.Time, max time.Duration) bool
 	// Leading, when set, says whether the election has this node as its
 	// master now: only then does it announce. A node that stepped back
 	// keeps the VIP a moment for the packets already on their way (a
@@ -246,12 +246,8 @@ func (a *Announcer) gates(vip netip.Addr) Gates {
 // the kernel queued before now, and says whether the VIP is still wanted
 // then (false also when ctx ends).
 func (a *Announcer) caughtUp(ctx context.Context, vip netip.Addr, now time.Time) bool {
-	for wait := catchUpWait; a.opts.CaughtUp != nil && !a.opts.CaughtUp(now) && wait > 0; wait -= time.Millisecond {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(time.Millisecond):
-		}
+	if a.opts.WaitCaughtUp != nil {
+		a.opts.WaitCaughtUp(ctx, now, catchUpWait)
 	}
 	return ctx.Err() == nil && a.loop.Wanted(vip)
 }

@@ -173,7 +173,13 @@ func TestReleaseEndsAFailingBurst(t *testing.T) {
 // catch up within catchUpWait does not hold it back.
 func TestLateRepeatWaitsForTheElection(t *testing.T) {
 	var caught atomic.Bool
-	a, _, _, _ := newTestAnnouncer(t, Options{CaughtUp: func(time.Time) bool { return caught.Load() }})
+	wait := func(ctx context.Context, _ time.Time, max time.Duration) bool { // an election that catches up when caught is set
+		for end := time.Now().Add(max); !caught.Load() && time.Now().Before(end) && ctx.Err() == nil; {
+			time.Sleep(time.Millisecond)
+		}
+		return caught.Load()
+	}
+	a, _, _, _ := newTestAnnouncer(t, Options{WaitCaughtUp: wait})
 	vip := netip.MustParsePrefix("192.0.2.100/32")
 	ctx := context.Background()
 	a.Hold(vip)

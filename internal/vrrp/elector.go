@@ -35,8 +35,10 @@ func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
 // from a fail-open master (Config.SettleWithin).
 func (e *Elector) SetSettleWithin(d time.Duration) { e.inst.SetSettleWithin(d) }
 
-// CaughtUp is Instance.CaughtUp.
-func (e *Elector) CaughtUp(t time.Time) bool { return e.inst.CaughtUp(t) }
+// WaitCaughtUp is Instance.WaitCaughtUp.
+func (e *Elector) WaitCaughtUp(ctx context.Context, t time.Time, max time.Duration) bool {
+	return e.inst.WaitCaughtUp(ctx, t, max)
+}
 
 // Leading says whether this node is the group's master now (l2.Options.Leading).
 func (e *Elector) Leading() bool { return e.inst.Status().State == Master }

@@ -119,6 +119,11 @@ type Instance struct {
 	// caughtUp: when drain last found nothing queued (unix ns): the election
 	// has read every advertisement the kernel queued before then (CaughtUp).
 	caughtUp atomic.Int64
+	// advanced is closed, and replaced, when caughtUp advances while a
+	// WaitCaughtUp waits (waiting > 0); under cmu.
+	cmu      sync.Mutex
+	advanced chan struct{}
+	waiting  int
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -247,6 +252,56 @@ func (i *Instance) Primary(family netip.Addr) netip.Addr {
 // after a freeze, what it wants from then on knows whether another node
 // took over meanwhile.
 func (i *Instance) CaughtUp(t time.Time) bool { return i.caughtUp.Load() >= t.UnixNano() }
+
+// WaitCaughtUp waits, at most max, until the election has read every
+// advertisement the kernel queued before t (CaughtUp), and says whether it
+// has; false also when ctx ends. It wakes when the election catches up,
+// not on a timer.
+func (i *Instance) WaitCaughtUp(ctx context.Context, t time.Time, max time.Duration) bool {
+	if i.CaughtUp(t) {
+		return true
+	}
+	timeout := time.NewTimer(max)
+	defer timeout.Stop()
+	i.cmu.Lock()
+	i.waiting++
+	i.cmu.Unlock()
+	defer func() {
+		i.cmu.Lock()
+		i.waiting--
+		i.cmu.Unlock()
+	}()
+	for {
+		i.cmu.Lock()
+		if i.advanced == nil {
+			i.advanced = make(chan struct{})
+		}
+		advanced := i.advanced
+		i.cmu.Unlock()
+		if i.CaughtUp(t) {
+			return true
+		}
+		select {
+		case <-advanced:
+		case <-timeout.C:
+			return i.CaughtUp(t)
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// caughtUpAt records that the election has read what the kernel queued
+// before at, and wakes the waiters.
+func (i *Instance) caughtUpAt(at time.Time) {
+	i.caughtUp.Store(at.UnixNano())
+	i.cmu.Lock()
+	if i.waiting > 0 && i.advanced != nil {
+		close(i.advanced)
+		i.advanced = nil
+	}
+	i.cmu.Unlock()
+}
 
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
@@ -380,7 +435,7 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 					continue
 				default:
 				}
-				i.caughtUp.Store(at.UnixNano())
+				i.caughtUpAt(at)
 				return
 			}
 		}

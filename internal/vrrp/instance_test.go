@@ -385,3 +385,33 @@ func TestUnsettledInstanceFollowsFailOpen(t *testing.T) {
 	tell(inst, health.Healthy, true, "")
 	waitDecisions(t, d, "settled: takes over", last)
 }
+
+// TestWaitCaughtUpWakesOnTheElection: a waiter wakes when the election
+// has read what was queued before its time, not later; it gives up after
+// its wait, or when its context ends.
+func TestWaitCaughtUpWakesOnTheElection(t *testing.T) {
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: time.Second},
+		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	at := time.Now()
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		inst.caughtUpAt(at.Add(-time.Millisecond)) // not yet
+		time.Sleep(20 * time.Millisecond)
+		inst.caughtUpAt(time.Now())
+	}()
+	start := time.Now()
+	if !inst.WaitCaughtUp(context.Background(), at, 10*time.Second) {
+		t.Fatal("not caught up")
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("woke after %v: the catch-up did not wake it", waited)
+	}
+	if inst.WaitCaughtUp(context.Background(), time.Now().Add(time.Hour), 30*time.Millisecond) {
+		t.Fatal("caught up with a time not reached")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if inst.WaitCaughtUp(ctx, time.Now().Add(time.Hour), time.Hour) {
+		t.Fatal("caught up after its context ended")
+	}
+}
