@@ -404,10 +404,23 @@ func (c *Core) Lapsed(now time.Time) {
 	}
 }
 
+// Gone is what became of the election's interface.
+type Gone int
+
+// The ways an interface goes.
+const (
+	Deleted   Gone = iota // the interface was deleted
+	MadeAgain             // it was deleted and created again (a new index)
+)
+
 // Gone leaves the election because the interface was deleted or made
-// again (msg is logged once); carrier on the new interface starts it as a
-// backup (Machine.Forget).
-func (c *Core) Gone(msg, reason string, now time.Time) {
+// again (said once); carrier on the new interface starts it as a backup
+// (Machine.Forget).
+func (c *Core) Gone(how Gone, now time.Time) {
+	msg, reason := "VRRP interface gone: leaving the election, releasing the VIP", "the interface was deleted"
+	if how == MadeAgain {
+		msg, reason = "VRRP interface created again: leaving the election until it has carrier", "the interface was created again"
+	}
 	acts := c.m.Fault(reason, now)
 	c.m.Forget()
 	if len(acts) > 0 {

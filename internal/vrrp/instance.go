@@ -561,7 +561,7 @@ func (i *Instance) refresh(core *Core) {
 	for k, conn := range i.conns {
 		changed, err := conn.Refresh()
 		if errors.Is(err, ErrGone) && k == 0 {
-			core.Gone("VRRP interface gone: leaving the election, releasing the VIP", "the interface was deleted", time.Now())
+			core.Gone(Deleted, time.Now())
 			continue
 		}
 		if err != nil {
@@ -573,7 +573,7 @@ func (i *Instance) refresh(core *Core) {
 		}
 		i.log.Info("VRRP interface created again, socket reopened")
 		if k == 0 {
-			core.Gone("VRRP interface created again: leaving the election until it has carrier", "the interface was created again", time.Now())
+			core.Gone(MadeAgain, time.Now())
 		}
 		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
 			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)

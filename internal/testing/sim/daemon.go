@@ -343,12 +343,12 @@ func (d *daemon) linkCheck() {
 	h, now := d.h, d.h.s.w.now
 	switch {
 	case !h.iface:
-		d.core.Gone("VRRP interface gone", "the interface was deleted", now)
+		d.core.Gone(vrrp.Deleted, now)
 		d.effects()
 		return
 	case h.index != d.index:
 		d.index = h.index
-		d.core.Gone("VRRP interface created again", "the interface was created again", now)
+		d.core.Gone(vrrp.MadeAgain, now)
 	}
 	d.core.Carrier(h.linked(), now)
 	d.effects()
