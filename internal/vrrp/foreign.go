@@ -46,3 +46,19 @@ func (f *foreignGroups) snapshot() []Foreign {
 func ours(addrs []netip.Addr, vip netip.Addr) bool {
 	return len(addrs) == 1 && addrs[0] == vip
 }
+
+// Drop says why advertisement a, from src, heard on the transport of the
+// k-th VIP whose own address is self, is not for this election; empty: it
+// is. Another VRID is another virtual router; our own comes back on a
+// multicast group; another address list on our VRID is another group.
+func (c Config) Drop(a Advertisement, src, self netip.Addr, k int) Reason {
+	switch {
+	case a.VRID != c.VRID:
+		return DropVRID
+	case src == self:
+		return DropOwn
+	case !ours(a.Addresses, c.VIPs[k].Addr()):
+		return DropForeign
+	}
+	return ""
+}

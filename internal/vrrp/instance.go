@@ -513,14 +513,14 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 			i.log.Warn("Receiving VRRP advertisement failed", "error", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
-		case a.VRID != i.cfg.VRID:
-			i.drops.Add(DropVRID)
-			continue
-		case src == *i.primaries[k].Load():
-			i.drops.Add(DropOwn)
-			continue
-		case !ours(a.Addresses, i.cfg.VIPs[k].Addr()):
+		}
+		switch r := i.cfg.Drop(a, src, *i.primaries[k].Load(), k); r {
+		case "":
+		case DropForeign:
 			i.dropForeign(a, src)
+			continue
+		default:
+			i.drops.Add(r)
 			continue
 		}
 		i.received.Add(1)

@@ -369,7 +369,7 @@ func (d *daemon) handle(f frame) {
 	now := d.h.s.w.now
 	switch f.kind {
 	case advert:
-		if f.adv.VRID != uint8(d.cfg.VRID) || !slices.Contains(f.adv.Addresses, d.vips[0].Addr()) {
+		if d.coreCfg.Drop(f.adv, f.ip, d.h.ip, 0) != "" { // vrrp.Instance.read
 			return
 		}
 		if d.known != nil {
