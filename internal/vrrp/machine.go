@@ -315,9 +315,8 @@ func (m *Machine) askAhead() time.Duration { return m.masterAdverInt / 2 }
 // and whether it is a known router of our group: its kernel runs and holds
 // the VIP. A stranger's answer counts only while the backup has heard no
 // master at all: its daemon started after the master went silent, so it
-// cannot tell the master's host from a stranger (the kubeadm e2e: a
-// backup's pod back just before the master's SIGKILL took over, and the
-// resumed master lost the tie to it); a backup that heard its master
+// cannot tell the master's host from a stranger
+// (testdata/core/restarted-backup-stranger.txt); a backup that heard its master
 // knows it, and a stranger on a VIP (a conflict on one family of a dual
 // stack) must not slow its takeover of the others. A backup that asked
 // (its master silent for nearly the master down interval) puts its
@@ -396,8 +395,7 @@ func (m *Machine) SetCandidate(ok bool, now time.Time) []Action {
 // fired (3 x Master_Adver_Interval after its last advertisement; the skew
 // only adds to that): then no other node has taken over, and it is master
 // again at once, advertising, as after a resume. A short flap costs the
-// flap, not a whole master down interval (issue 32 finding 3: 3.1 s with no
-// holder for a 300 ms flap).
+// flap, not a whole master down interval (testdata/core/carrier-flap.txt).
 func (m *Machine) SetCarrier(up bool, now time.Time) []Action {
 	switch {
 	case !up:
@@ -534,8 +532,8 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
 			// master yields to it on its next advertisement. Taking over
-			// would make a third holder for an interval (the simulation,
-			// seed 20967); following it, we might once settled.
+			// would make a third holder for an interval
+			// (testdata/core/failopen-beside-stronger.txt).
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority, m.failingFor(src, a.Priority, now)):
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, and settled (or it has failed for

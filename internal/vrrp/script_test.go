@@ -1,0 +1,185 @@
+package vrrp
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+// TestCoreScripts runs the scripted scenarios in testdata/core: events
+// into one Core on a manual clock, the effects it returns and the state it
+// is in after each. Regenerate the expected output with -rewrite.
+//
+//	core [priority=N] [interval=D] [failopen] [preempt] [resume] [servedwait=D] [settlewithin=D]
+//	at D                         the clock, from the start (0s); the timers due meanwhile run
+//	health STATE [settled] [certain] [reason=…]
+//	advert from=ADDR priority=N [interval=D]
+//	served [member]
+//	carrier up|down
+//	gone deleted|made-again
+//	lapsed
+//	timeout                      runs what is due now
+//	until master|backup|initialize|fault [within=D]: runs the timers as they fall due
+//	shutdown
+func TestCoreScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/core", func(t *testing.T, path string) {
+		s := &script{}
+		datadriven.RunTest(t, path, s.run)
+	})
+}
+
+// script is one scenario's core and clock.
+type script struct {
+	c   *Core
+	now time.Time
+}
+
+var scriptStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (s *script) run(t *testing.T, d *datadriven.TestData) string {
+	arg := func(key string) (string, bool) {
+		for _, a := range d.CmdArgs {
+			if a.Key == key {
+				if len(a.Vals) == 0 {
+					return "", true
+				}
+				return a.Vals[0], true
+			}
+		}
+		return "", false
+	}
+	dur := func(key string, def time.Duration) time.Duration {
+		v, ok := arg(key)
+		if !ok {
+			return def
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil {
+			d.Fatalf(t, "%s: %v", key, err)
+		}
+		return x
+	}
+	first := func() string {
+		if len(d.CmdArgs) == 0 {
+			d.Fatalf(t, "%s needs an argument", d.Cmd)
+		}
+		return d.CmdArgs[0].Key
+	}
+	if d.Cmd != "core" && s.c == nil {
+		d.Fatalf(t, "no core yet: start with core")
+	}
+	switch d.Cmd {
+	case "core":
+		var prio uint64 = 100
+		if v, ok := arg("priority"); ok {
+			fmt.Sscan(v, &prio)
+		}
+		_, failOpen := arg("failopen")
+		_, preempt := arg("preempt")
+		_, resume := arg("resume")
+		cfg := Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: uint8(prio),
+			FailOpen: failOpen, Preempt: preempt, Resume: resume, Interval: dur("interval", time.Second), Sends: 1,
+			ServedWait: dur("servedwait", 0), SettleWithin: dur("settlewithin", 0)}
+		s.now = scriptStart
+		s.c = NewCore(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		s.c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
+		s.c.Start(s.now)
+		s.c.Carrier(true, s.now)
+	case "at":
+		x, err := time.ParseDuration(first())
+		if err != nil {
+			d.Fatalf(t, "at: %v", err)
+		}
+		at := scriptStart.Add(x)
+		if at.Before(s.now) {
+			d.Fatalf(t, "at %s: the clock runs forward only", first())
+		}
+		var b strings.Builder
+		for due := s.c.Deadline(); !due.IsZero() && !due.After(at); due = s.c.Deadline() {
+			s.now = due
+			s.c.Timeout(due)
+			b.WriteString(s.effects())
+		}
+		s.now = at
+		return b.String()
+	case "health":
+		st := map[string]health.State{"healthy": health.Healthy, "unhealthy": health.Unhealthy, "draining": health.Draining}[first()]
+		_, settled := arg("settled")
+		_, certain := arg("certain")
+		reason, _ := arg("reason")
+		s.c.Health(health.Transition{State: st, Changed: true, Settled: settled, Certain: certain, Last: health.Result{Reason: reason}}, s.now)
+	case "advert":
+		from, _ := arg("from")
+		var prio uint64
+		if v, ok := arg("priority"); ok {
+			fmt.Sscan(v, &prio)
+		}
+		a := Advertisement{VRID: 51, Priority: uint8(prio), Interval: Centiseconds(dur("interval", time.Second)),
+			Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+		s.c.Receive(a, netip.MustParseAddr(from), s.now)
+	case "served":
+		_, member := arg("member")
+		s.c.Served(member, s.now)
+	case "carrier":
+		s.c.Carrier(first() == "up", s.now)
+	case "gone":
+		s.c.Gone(map[string]Gone{"deleted": Deleted, "made-again": MadeAgain}[first()], s.now)
+	case "lapsed":
+		s.c.Lapsed(s.now)
+	case "timeout":
+		s.c.Timeout(s.now)
+	case "until":
+		want := first()
+		end := s.now.Add(dur("within", time.Minute))
+		var b strings.Builder
+		for s.c.State().String() != want {
+			at := s.c.Deadline()
+			if at.IsZero() || at.After(end) {
+				fmt.Fprintf(&b, "not %s by %s\n", want, end.Sub(scriptStart))
+				break
+			}
+			s.now = at
+			s.c.Timeout(at)
+			b.WriteString(s.effects())
+		}
+		return b.String() + s.state()
+	case "shutdown":
+		s.c.Shutdown(s.now)
+	default:
+		d.Fatalf(t, "unknown command %s", d.Cmd)
+	}
+	return s.effects() + s.state()
+}
+
+// effects prints what the core asked since the last call, stamped with
+// the clock.
+func (s *script) effects() string {
+	var b strings.Builder
+	for _, e := range s.c.Ready() {
+		fmt.Fprintf(&b, "%s ", s.now.Sub(scriptStart))
+		switch e.Kind {
+		case Advertise:
+			fmt.Fprintf(&b, "advertise priority=%d\n", e.Priority)
+		case Ask:
+			b.WriteString("ask\n")
+		case Decide:
+			fmt.Fprintf(&b, "decide hold=%v\n", e.Hold)
+		case Report:
+			fmt.Fprintf(&b, "%s -> %s: %s\n", e.From, e.To, e.Reason)
+		}
+	}
+	return b.String()
+}
+
+// state prints the core's state, priority and phase.
+func (s *script) state() string {
+	return fmt.Sprintf("= %s priority=%d phase=%s\n", s.c.State(), s.c.Priority(), s.c.Phase())
+}
