@@ -83,15 +83,16 @@ func (l *Loop) Hold(vip netip.Prefix) {
 }
 
 // Again announces vip again if the election's latest word is still to
-// hold it (a neighbour heard another router claim it); it never makes a
-// VIP wanted.
-func (l *Loop) Again(vip netip.Addr) {
+// hold it (a neighbour heard another router claim it), and says whether it
+// is; it never makes a VIP wanted.
+func (l *Loop) Again(vip netip.Addr) bool {
 	l.mu.Lock()
 	found := l.words.Again(vip)
 	l.mu.Unlock()
 	if found {
 		l.wake()
 	}
+	return found
 }
 
 // Wanted says whether the election's latest word on vip is to hold it,
@@ -120,14 +121,8 @@ func (l *Loop) Run(ctx context.Context) {
 	defer renew.Close()
 	linkUp, renewOnly := false, false
 	for {
-		// A renewal alone sets the held VIPs' lifetimes again, without a
-		// pass over the interface's addresses: half the system calls and
-		// garbage of a pass, twice a second on the holder.
-		if !renewOnly || !l.renewOnly() {
-			desired, again := l.snapshot()
-			changes := l.apply(desired)
-			l.lapse(changes)
-			linkUp = l.reannounce(desired, again, changes, linkUp)
+		if !renewOnly || !l.Renew() {
+			linkUp = l.Pass(linkUp)
 		}
 		renewOnly = false
 		if at := l.rec.RenewAt(); at.IsZero() {
@@ -152,10 +147,24 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// renewOnly renews the lifetimes due, reporting failures; false when a pass
-// is needed instead (a VIP's lifetime may have run out: only a pass, which
-// reads the interface, tells).
-func (l *Loop) renewOnly() bool {
+// Pass is one pass: it takes the election's words, runs the Before hook
+// and the step, lets go of the VIPs whose lifetime ran out, and announces
+// again what was asked (all held VIPs with linkUp: the link came up). It
+// returns whether linkUp is still to announce (the pass could not read the
+// interface). Run calls it; a driver of its own (the simulation) may.
+func (l *Loop) Pass(linkUp bool) bool {
+	desired, again := l.snapshot()
+	changes := l.apply(desired)
+	l.lapse(changes)
+	return l.reannounce(desired, again, changes, linkUp)
+}
+
+// Renew renews the lifetimes due, without a pass over the interface's
+// addresses (half the system calls and garbage of a pass, twice a second
+// on the holder), reporting failures; false when a pass is needed instead
+// (a VIP's lifetime may have run out: only a pass, which reads the
+// interface, tells).
+func (l *Loop) Renew() bool {
 	changes, ok := l.rec.Renew()
 	if !ok {
 		return false

@@ -44,7 +44,8 @@ type daemon struct {
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
 
-	words   *reconcile.Words   // the election's word (reconcile.Loop's)
+	loop    *reconcile.Loop    // run by passes (Pass, Renew), not by its goroutine
+	lapsed  bool               // the latest pass let a VIP go whose lifetime ran out
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
@@ -67,7 +68,7 @@ type daemon struct {
 func (h *host) start() *daemon {
 	s := h.s
 	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress, index: h.index,
-		words: reconcile.NewWords(), bursts: map[netip.Addr]int{}}
+		bursts: map[netip.Addr]int{}}
 	h.d, h.goneAt = d, time.Time{}
 	log := newLogger(s.w, h.name)
 	d.rec = reconcile.New(kernel{h}, d.vips)
@@ -95,6 +96,7 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		d.rec.SetCheck(d.guard)
 	}
+	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period, d.hooks())
 	var servedWait time.Duration // cmd/novaedge-cpvip: asking needs the conflict check's wires
 	if d.guard != nil {
 		servedWait = h.cfg.RestartWait
@@ -186,50 +188,72 @@ func (d *daemon) poke(string) {
 	d.after(loopDelay, "reconcile", d.step)
 }
 
-// step is one pass of reconcile.Loop: the bind decision for every VIP, the
+// step is one pass of the daemon's reconcile.Loop (Loop.Pass, with the
+// hooks l2.Announcer gives it): the bind decision for every VIP, the
 // announcements of what it bound, the re-announcements asked for.
 func (d *daemon) step() {
 	d.stepDue = false
-	desired, again := d.words.Take()
-	linkUp := d.linkUp
-	d.linkUp = false
-	for vip, want := range desired { // l2.Announcer.before: a VIP let go is not announced on
-		if !want {
-			d.bursts[vip.Addr()]++
-		}
+	d.lapsed = false
+	d.linkUp = d.loop.Pass(d.linkUp)
+	d.armRenew()
+	if d.lapsed { // the election, once it has read what was queued (freeze.go), binds it again if still master
+		d.core.Timeout(d.h.s.w.now)
+		d.core.Lapsed(d.h.s.w.now)
+		d.effects()
+		d.settle()
 	}
-	changes := d.rec.Step(desired)
-	for _, c := range changes {
-		switch c.Action {
-		case reconcile.Installed, reconcile.Fixed:
-			d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
-			d.burst(c.VIP.Addr())
-		case reconcile.Removed, reconcile.Lost:
-			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
-			d.bursts[c.VIP.Addr()]++
-		case reconcile.Lapsed: // reconcile.Loop.lapse, then the hook: the election has read what was queued (freeze.go)
-			d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
-			d.bursts[c.VIP.Addr()]++
-			d.words.Lapsed(c.VIP)
-			defer func() { d.core.Timeout(d.h.s.w.now); d.core.Lapsed(d.h.s.w.now); d.effects(); d.settle() }()
-		}
+}
+
+// renew is Loop.Run's renewal: the lifetimes set again without a pass,
+// or a pass when only one can tell.
+func (d *daemon) renew() {
+	if !d.loop.Renew() {
+		d.step()
+		return
 	}
+	d.armRenew()
+}
+
+// armRenew sets the renewal's timer (Loop.Run's).
+func (d *daemon) armRenew() {
 	if at := d.rec.RenewAt(); !at.IsZero() && !at.Equal(d.renewAt) {
 		d.renewAt = at
 		d.after(at.Sub(d.h.s.w.now), "renew", func() {
 			if d.renewAt.Equal(at) {
 				d.renewAt = time.Time{}
-				d.step()
+				d.renew()
 			}
 		})
 	}
-	vips, ok := d.rec.ToAnnounce(desired, again, changes, linkUp)
-	if !ok { // reconcile.Loop: the next pass asks again
-		d.words.Return(again)
-		d.linkUp = d.linkUp || linkUp
-	}
-	for _, vip := range vips {
-		d.burst(vip.Addr())
+}
+
+// hooks are l2.Announcer's hooks of the loop: a VIP let go is not announced
+// on, one bound is announced, one lapsed tells the election.
+func (d *daemon) hooks() reconcile.Hooks {
+	return reconcile.Hooks{
+		Before: func(desired map[netip.Prefix]bool) {
+			for vip, want := range desired {
+				if !want {
+					d.bursts[vip.Addr()]++
+				}
+			}
+		},
+		Changed: func(c reconcile.Change) {
+			switch c.Action {
+			case reconcile.Installed, reconcile.Fixed:
+				d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
+				d.burst(c.VIP.Addr())
+			case reconcile.Removed, reconcile.Lost, reconcile.Lapsed:
+				d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
+				d.bursts[c.VIP.Addr()]++
+			}
+		},
+		Lapsed: func(netip.Prefix) { d.lapsed = true },
+		Reannounce: func(held []netip.Prefix, _ string) {
+			for _, vip := range held {
+				d.burst(vip.Addr())
+			}
+		},
 	}
 }
 
@@ -274,7 +298,7 @@ func (d *daemon) burst(vip netip.Addr) {
 }
 
 // wanted is reconcile.Loop.Wanted: the election's latest word on vip.
-func (d *daemon) wanted(vip netip.Addr) bool { return d.words.Wanted(vip) }
+func (d *daemon) wanted(vip netip.Addr) bool { return d.loop.Wanted(vip) }
 
 // check runs one health check and schedules the next (health.Checker.Run).
 func (d *daemon) check() {
@@ -480,9 +504,9 @@ func (d *daemon) effects() {
 		case vrrp.Decide:
 			for _, vip := range d.vips {
 				if e.Hold {
-					d.words.Hold(vip)
+					d.loop.Hold(vip)
 				} else {
-					d.words.Set(vip, false)
+					d.loop.Set(vip, false)
 				}
 			}
 			d.poke("decide")
@@ -545,7 +569,7 @@ func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
 	if !d.leading() || (contest && !vrrp.Established(d.h.s.w.now.Sub(d.masterSince), d.cfg.AdvertInterval)) {
 		return
 	}
-	if d.words.Again(vip) {
+	if d.loop.Again(vip) {
 		d.poke("announce again")
 	}
 }

@@ -284,7 +284,7 @@ func (d *daemon) stop() {
 	d.core.Shutdown(d.h.s.w.now)
 	d.effects()
 	for _, v := range d.vips {
-		d.words.Set(v, false)
+		d.loop.Set(v, false)
 	}
 	d.step()
 }
