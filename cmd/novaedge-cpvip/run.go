@@ -23,6 +23,7 @@ import (
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/ifaddr"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/memtrim"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/status"
@@ -225,7 +226,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	if err != nil {
 		return nil, err
 	}
-	rec.SetLifetime(l2.Lifetime(cfg.AdvertInterval, cfg.RestartWait, cfg.ConflictCheck), time.Now)
+	rec.SetLifetime(l2node.Lifetime(cfg), time.Now)
 	resume, err := rec.Resume(cfg.ConflictCheck)
 	if err != nil {
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
@@ -292,13 +293,7 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Log
 	}
 	g := acd.NewGuard(vips, open, known, time.Now,
 		log.With("component", "acd", "interface", ifname))
-	// A node joining a running group hears the master's advertisement within
-	// an interval: only then is the master's answer for the VIP known as ours.
-	g.Settle = cfg.AdvertInterval * 3 / 2
-	// A router of ours that took the VIP on lost advertisements (its MAC
-	// unknown to us: backups never advertise) lets go when it hears our
-	// next one, a 100 ms grace later: no probe of ours meanwhile.
-	g.DefendWait = acd.DefendWaitFor(cfg.AdvertInterval, cfg.AdvertsPerInterval)
+	l2node.Guard(g, cfg)
 	return g
 }
 
@@ -348,26 +343,13 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		}
 		conns = append(conns, conn)
 	}
-	vcfg := vrrp.Config{VIPs: cfg.VIPAddress, VRID: uint8(cfg.VRID), Priority: uint8(cfg.Priority), FailOpen: cfg.FailOpen,
-		Interval: cfg.AdvertInterval, Sends: cfg.AdvertsPerInterval,
-		Preempt: cfg.Preempt, Resume: resume, Heard: heard(known, cfg), SettleWithin: health.SettleWithin(cfg.HealthInterval)}
+	vcfg := l2node.Election(cfg, resume, known != nil)
+	vcfg.Ask = ask
 	if known != nil {
-		vcfg.ServedWait, vcfg.Ask = cfg.RestartWait, ask
+		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(known, cfg, src, interval) }
 	}
 	inst := vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
 	return vrrp.NewElector(inst, log), nil
-}
-
-// heard is what the election tells the identity of each advertisement of
-// our group: a member for acd.MemberFor at the longer of our interval and
-// the one it advertises; nil without a conflict check.
-func heard(known *acd.Known, cfg *config.Config) func(netip.Addr, time.Duration) {
-	if known == nil {
-		return nil
-	}
-	return func(src netip.Addr, interval time.Duration) {
-		known.Heard(src, acd.MemberFor(max(interval, cfg.AdvertInterval), cfg.RestartWait))
-	}
 }
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the

@@ -13,6 +13,7 @@ import (
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
@@ -73,7 +74,7 @@ func (h *host) start() *daemon {
 	log := newLogger(s.w, h.name)
 	d.rec = reconcile.New(kernel{h}, d.vips)
 	if h.role == ours {
-		d.rec.SetLifetime(l2.Lifetime(h.cfg.AdvertInterval, h.cfg.RestartWait, h.cfg.ConflictCheck), func() time.Time { return s.w.now })
+		d.rec.SetLifetime(l2node.Lifetime(h.cfg), func() time.Time { return s.w.now })
 	}
 	resume, _ := d.rec.Resume(h.role == ours && h.cfg.ConflictCheck)
 	if h.role == ours && h.cfg.ConflictCheck {
@@ -84,8 +85,7 @@ func (h *host) start() *daemon {
 		}
 		d.guard = acd.NewGuard(vips, nil, d.known, func() time.Time { return s.w.now },
 			log.With("component", "acd"))
-		d.guard.Settle = h.cfg.AdvertInterval * 3 / 2
-		d.guard.DefendWait = acd.DefendWaitFor(h.cfg.AdvertInterval, h.cfg.AdvertsPerInterval)
+		l2node.Guard(d.guard, h.cfg)
 		d.known.SetLink(d.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
@@ -97,13 +97,7 @@ func (h *host) start() *daemon {
 		d.rec.SetCheck(d.guard)
 	}
 	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period, d.hooks())
-	var servedWait time.Duration // cmd/novaedge-cpvip: asking needs the conflict check's wires
-	if d.guard != nil {
-		servedWait = h.cfg.RestartWait
-	}
-	d.coreCfg = vrrp.Config{VIPs: d.vips, VRID: uint8(h.cfg.VRID), Priority: uint8(h.cfg.Priority), FailOpen: h.cfg.FailOpen,
-		Interval: h.cfg.AdvertInterval, Sends: h.cfg.AdvertsPerInterval,
-		Preempt: h.cfg.Preempt, Resume: resume && h.role == ours, ServedWait: servedWait, SettleWithin: health.SettleWithin(h.cfg.HealthInterval)}
+	d.coreCfg = l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
 	d.core = vrrp.NewCore(d.coreCfg, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
 	d.effects()
@@ -397,7 +391,7 @@ func (d *daemon) handle(f frame) {
 			return
 		}
 		if d.known != nil {
-			d.known.Heard(f.ip, acd.MemberFor(max(f.adv.IntervalDuration(), d.cfg.AdvertInterval), d.cfg.RestartWait))
+			l2node.Heard(d.known, d.cfg, f.ip, f.adv.IntervalDuration())
 		}
 		d.core.Receive(f.adv, f.ip, now)
 		d.effects()
