@@ -316,7 +316,7 @@ func relay(ctx context.Context, g *acd.Guard, ann *l2.Announcer, elector *vrrp.E
 			case acd.Defend:
 				ann.Defend(n.VIP)
 			case acd.Served:
-				elector.Served(n.Member)
+				elector.Served(n.Member, n.At)
 			}
 		}
 	}

@@ -240,7 +240,7 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	// stranger's answer counts is the election's to say (vrrp's
 	// Machine.Served: only while it has heard no master at all).
 	member := g.id.Ours(mac)
-	g.note(Note{Kind: Served, Member: member})
+	g.note(Note{Kind: Served, Member: member, At: g.now()})
 	if member {
 		if c.Announced {
 			g.contest(vip)

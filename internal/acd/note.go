@@ -1,6 +1,9 @@
 package acd
 
-import "net/netip"
+import (
+	"net/netip"
+	"time"
+)
 
 // Note is something the guard tells the rest of the node. The guard calls
 // nothing: its driver takes the notes (Notes) when Noted says there are
@@ -9,6 +12,7 @@ type Note struct {
 	Kind   NoteKind
 	VIP    netip.Addr // Contested, Defend
 	Member bool       // Served: the host is a known router of our group
+	At     time.Time  // Served: when the answer was seen
 }
 
 // NoteKind says what a Note tells.

@@ -94,16 +94,15 @@ func (a *Agent) Run(ctx context.Context) {
 	for {
 		select {
 		case tr := <-transitions:
+			if tr.Changed { // said and journaled before what the elector makes of it
+				a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
+				if tr.State == health.Draining {
+					a.Log.Warn("API server is shutting down, handing the VIP over")
+				}
+				a.record(tr.State.String(), "", tr.Reason())
+			}
 			a.Elector.Health(tr)
-			if !tr.Changed {
-				continue
-			}
-			a.Log.Info("API server health changed", "state", tr.State, "status", tr.Last.Status, "reason", tr.Last.Reason)
-			if tr.State == health.Draining {
-				a.Log.Warn("API server is shutting down, handing the VIP over")
-			}
-			a.record(tr.State.String(), "", tr.Reason())
-			if a.Local != nil {
+			if tr.Changed && a.Local != nil {
 				a.Local.SetLocal(tr.State)
 			}
 			continue

@@ -105,7 +105,7 @@ func (a *Announcer) SetGARP(repeat int, refresh time.Duration) {
 }
 
 // Contested is told that another router of our group announced vip
-// (acd.Guard.Contested): the neighbours that heard it now send to that
+// (acd.Contested note): the neighbours that heard it now send to that
 // router. When the election, caught up with what the kernel queued, still
 // has this node as the master holding vip, it announces vip again.
 func (a *Announcer) Contested(vip netip.Addr) {
@@ -113,7 +113,7 @@ func (a *Announcer) Contested(vip netip.Addr) {
 }
 
 // Defend is told that this node defends vip against another host's answer
-// (acd.Guard.Defend, RFC 5227): it announces vip again, as Contested does,
+// (acd.Defend note, RFC 5227): it announces vip again, as Contested does,
 // however long it has been the master.
 func (a *Announcer) Defend(vip netip.Addr) {
 	a.again(vip, false, "Defending the VIP: announcing it again")
@@ -216,11 +216,10 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		if !b.Goes(a.gates(vip)) { // let go; the step that stops the burst follows
+		if !b.Goes(a.gates(b, vip)) { // let go; the step that stops the burst follows
 			return
 		}
-		if b.Late(now) && (!a.caughtUp(ctx, vip, now) || !a.leading()) {
+		if now := time.Now(); b.Late(now) && (!a.caughtUp(ctx, vip, now) || !a.leading()) {
 			return // caught up, the election may have made us a backup (a handover keeps the VIP wanted)
 		}
 		if b.Self() && a.opts.Self != nil {
@@ -237,9 +236,14 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 	}
 }
 
-// gates is what the node says of vip as an announcement is due.
-func (a *Announcer) gates(vip netip.Addr) Gates {
-	return Gates{Wanted: a.loop.Wanted(vip), Leading: a.leading(), Fresh: a.rec.Fresh(vip)}
+// gates is what the node says of vip as b's announcement is due, asked
+// only as far as the answer needs: a takeover's first announcement does
+// not wait for a reconcile pass that holds the reconciler (Fresh).
+func (a *Announcer) gates(b *Burst, vip netip.Addr) Gates {
+	g := Gates{Wanted: a.loop.Wanted(vip)}
+	g.Leading = g.Wanted && a.leading()
+	g.Fresh = g.Leading && !b.Self() && a.rec.Fresh(vip)
+	return g
 }
 
 // caughtUp waits, at most catchUpWait, until the election has read what

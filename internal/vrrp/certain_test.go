@@ -9,7 +9,7 @@ import (
 
 // masterCore returns a core that is master at priority 100, alone, with
 // what it asked for so far forgotten.
-func masterCore(t *testing.T, out *recordOutput) *Core {
+func masterCore(t *testing.T, out *effectLog) *Core {
 	t.Helper()
 	c := NewCore(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, discard)
 	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
@@ -19,13 +19,13 @@ func masterCore(t *testing.T, out *recordOutput) *Core {
 		t.Fatalf("state %s, want master", c.State())
 	}
 	c.Ready()
-	*out = recordOutput{}
+	*out = effectLog{}
 	return c
 }
 
 // resignedForRefused returns a master core whose apiserver was just found
 // refusing (a certain failure), and when.
-func resignedForRefused(t *testing.T, out *recordOutput) (*Core, time.Time) {
+func resignedForRefused(t *testing.T, out *effectLog) (*Core, time.Time) {
 	t.Helper()
 	c := masterCore(t, out)
 	now := t0.Add(time.Second)
@@ -51,7 +51,7 @@ func untilMaster(c *Core) {
 // not. On fb2b4e5's build it kept the VIP at the fail-open priority until a
 // backup settled, which under sustained loss could be never.
 func TestCertainFailureResigns(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c, now := resignedForRefused(t, &out)
 	if !slices.Equal(out.of(c).sent, []uint8{0}) || slices.Contains(out.of(c).decided, false) || c.State() == Master {
 		t.Fatalf("sent %v, decided %v, state %s: want priority 0 sent, the VIP kept, not master", out.of(c).sent, out.of(c).decided, c.State())
@@ -70,7 +70,7 @@ func TestCertainFailureResigns(t *testing.T) {
 // certain failure (every apiserver refuses): it keeps the VIP and is
 // master again at the fail-open priority.
 func TestCertainFailureKeepsTheVIPWhenNoneTakesIt(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c, _ := resignedForRefused(t, &out)
 	untilMaster(c)
 	if c.State() != Master || c.Priority() != FailOpenPriority || slices.Contains(out.of(c).decided, false) {
@@ -84,7 +84,7 @@ func TestCertainFailureKeepsTheVIPWhenNoneTakesIt(t *testing.T) {
 // An ambiguous failure (a time-out) keeps the holder master at the
 // fail-open priority: a settled node takes it.
 func TestAmbiguousFailureStaysFailOpen(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := masterCore(t, &out)
 	c.SetCertain(false)
 	c.SetPriority(FailOpenPriority, "timeout", t0.Add(time.Second))
@@ -123,7 +123,7 @@ func TestFailOpenBackupWaitsOutAResignation(t *testing.T) {
 // the holder keeps the VIP and is master again at the fail-open priority.
 // The review found it released the VIP at once and joined as a backup.
 func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := masterCore(t, &out)
 	now := t0.Add(time.Second)
 	c.SetCertain(true)
@@ -138,7 +138,7 @@ func TestCertainFailureSecondVerdictKeepsTheFallback(t *testing.T) {
 // Healthy again before any node took over: master again at once at its
 // priority, the VIP kept all along.
 func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c, now := resignedForRefused(t, &out)
 	c.SetCertain(false)
 	c.SetPriority(100, "", now.Add(100*time.Millisecond))
@@ -150,7 +150,7 @@ func TestCertainFailureRecoveredDuringTheWait(t *testing.T) {
 // The carrier lost during the wait releases the VIP (a fault): the wait's
 // end then keeps nothing and claims nothing.
 func TestCertainFailureThenCarrierLoss(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c, now := resignedForRefused(t, &out)
 	c.Carrier(false, now.Add(50*time.Millisecond))
 	c.Timeout(now.Add(time.Second))

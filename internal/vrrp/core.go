@@ -52,12 +52,11 @@ type Core struct {
 	effects []Effect // decided, not yet taken (Ready)
 	log     *slog.Logger
 
-	state    State // as last reported through Changed
+	state    State // as last reported (Report)
 	priority uint8 // as last set: 0 = not a candidate
 	failing  string
 
-	certain bool // the latest failure leaves no doubt (SetCertain)
-	vote    vote // what health makes of our part (Health)
+	vote vote // what health makes of our part (Health)
 
 	phase    Phase
 	resume   resuming // Resuming
@@ -248,7 +247,7 @@ func (c *Core) Timeout(now time.Time) {
 
 // SetCertain says whether the apiserver certainly does not serve (its port
 // refuses, or it is shutting down), for the next SetPriority.
-func (c *Core) SetCertain(certain bool) { c.certain = certain }
+func (c *Core) SetCertain(certain bool) { c.vote.certain = certain }
 
 // SetPriority sets our priority: 0 leaves the election (a master resigns),
 // 1-254 takes part with it; why says why the apiserver is unhealthy, empty
@@ -282,7 +281,7 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	// (an apiserver that refuses is no better a holder than one whose
 	// checks flicker). If none announces itself, it keeps the VIP at the
 	// fail-open priority.
-	fallback := p == FailOpenPriority && why != "" && c.certain && c.m.State() == Master
+	fallback := p == FailOpenPriority && why != "" && c.vote.certain && c.m.State() == Master
 	if fallback {
 		p = 0
 	}

@@ -83,7 +83,7 @@ func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 
 // Served says another host answered for a VIP, and whether it is a known
 // router of our group (Instance.Served).
-func (e *Elector) Served(member bool) { e.inst.Served(member) }
+func (e *Elector) Served(member bool, at time.Time) { e.inst.Served(member, at) }
 
 // Lapsed says a held VIP's lifetime ran out (Instance.Lapsed).
 func (e *Elector) Lapsed() { e.inst.Lapsed() }

@@ -206,15 +206,15 @@ func TestResumeDuringAFaultIsACandidate(t *testing.T) {
 	}
 }
 
-// recordOutput records a Core's requests.
-type recordOutput struct {
+// effectLog records a Core's requests.
+type effectLog struct {
 	sent    []uint8
 	decided []bool
 	asked   int
 }
 
 // of takes c's effects into o and returns o.
-func (o *recordOutput) of(c *Core) *recordOutput {
+func (o *effectLog) of(c *Core) *effectLog {
 	for _, e := range c.Ready() {
 		switch e.Kind {
 		case Ask:

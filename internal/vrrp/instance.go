@@ -104,6 +104,7 @@ type Instance struct {
 	settle   chan time.Duration // SettleWithin, reloaded
 	served   chan answer        // Served's latest answer
 	asking   atomic.Bool        // Ask was called and Served has not answered it
+	askedAt  atomic.Int64       // when Ask was last called (unix ns): an answer seen before is not its answer
 	link     chan struct{}      // the interface changed: look at it now
 	lapsed   chan struct{}      // a held VIP's lifetime ran out (Lapsed)
 	drops    Drops
@@ -119,6 +120,7 @@ type Instance struct {
 	// caughtUp: when drain last found nothing queued (unix ns): the election
 	// has read every advertisement the kernel queued before then (CaughtUp).
 	caughtUp atomic.Int64
+	caught   time.Time // drain's catch-up, not yet published (Run's goroutine only)
 	// advanced is closed, and replaced, when caughtUp advances while a
 	// WaitCaughtUp waits (waiting > 0); under cmu.
 	cmu      sync.Mutex
@@ -151,15 +153,33 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 	if cfg.Ask == nil {
 		cfg.ServedWait = 0
 	}
-	return &Instance{cfg: cfg, conns: conns, log: log, health: make(chan health.Transition, 1), base: make(chan uint8, 1),
+	return &Instance{cfg: cfg, conns: conns, log: log, health: make(chan health.Transition, healthQueue), base: make(chan uint8, 1),
 		preempt: make(chan bool, 1), settle: make(chan time.Duration, 1), served: make(chan answer, 1),
 		link: make(chan struct{}, 1), lapsed: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
-// Health hands the core the health checker's latest transition
-// (Core.Health); only the latest counts.
-func (i *Instance) Health(tr health.Transition) { latest(i.health, tr) }
+// healthQueue is how many health transitions wait for Run at most: a
+// check's transition comes every 100 ms at the fastest, and Run takes each
+// at once unless the process does not run.
+const healthQueue = 16
+
+// Health hands the core a transition of the health checker (Core.Health),
+// in order. Should healthQueue wait already, the oldest is dropped: the
+// core acts on the state, which the newer ones carry.
+func (i *Instance) Health(tr health.Transition) {
+	for {
+		select {
+		case i.health <- tr:
+			return
+		default:
+		}
+		select {
+		case <-i.health:
+		default:
+		}
+	}
+}
 
 // SetPriority changes our priority while healthy (a reload, Core.SetBase);
 // only the latest value counts.
@@ -186,19 +206,21 @@ type answer struct {
 	member bool
 }
 
-// Served says that a host other than this node answered for a VIP just
-// now, and whether it is a known router of our group (internal/acd's
-// Guard.Served): the answer to Ask. A router's answer ends the asking and
+// Served says that a host other than this node answered for a VIP at at,
+// and whether it is a known router of our group (internal/acd's Served
+// note): the answer to Ask, if seen after it was asked. A router's answer ends the asking and
 // replaces any answer not read yet; a stranger's (a conflict on one family
 // of a dual-stack VIP, say) neither ends it nor replaces a router's, so the
 // master's host answering for the other family still counts. It does not
 // block.
-func (i *Instance) Served(member bool) {
+func (i *Instance) Served(member bool, at time.Time) {
 	switch {
+	case at.UnixNano() < i.askedAt.Load():
+		return // seen before the question: not its answer
 	case member && !i.asking.Swap(false), !member && !i.asking.Load():
 		return // not asked: the routers' answers to every backup's own probes, each second
 	}
-	a := answer{at: time.Now(), member: member}
+	a := answer{at: at, member: member}
 	if member {
 		select {
 		case <-i.served:
@@ -247,21 +269,21 @@ func (i *Instance) Primary(family netip.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-// CaughtUp says whether the election has read every advertisement the
-// kernel queued before t (a master's does at each advertisement it sends):
-// after a freeze, what it wants from then on knows whether another node
-// took over meanwhile.
-func (i *Instance) CaughtUp(t time.Time) bool { return i.caughtUp.Load() >= t.UnixNano() }
+// caughtUpBy says whether the election has read every advertisement the
+// kernel queued before t, and carried out what it decided from them (a
+// master does at each advertisement it sends): after a freeze, what it
+// wants from then on knows whether another node took over meanwhile.
+func (i *Instance) caughtUpBy(t time.Time) bool { return i.caughtUp.Load() >= t.UnixNano() }
 
-// WaitCaughtUp waits, at most max, until the election has read every
+// WaitCaughtUp waits, at most wait, until the election has read every
 // advertisement the kernel queued before t (CaughtUp), and says whether it
 // has; false also when ctx ends. It wakes when the election catches up,
 // not on a timer.
-func (i *Instance) WaitCaughtUp(ctx context.Context, t time.Time, max time.Duration) bool {
-	if i.CaughtUp(t) {
+func (i *Instance) WaitCaughtUp(ctx context.Context, t time.Time, wait time.Duration) bool {
+	if i.caughtUpBy(t) {
 		return true
 	}
-	timeout := time.NewTimer(max)
+	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	i.cmu.Lock()
 	i.waiting++
@@ -278,13 +300,13 @@ func (i *Instance) WaitCaughtUp(ctx context.Context, t time.Time, max time.Durat
 		}
 		advanced := i.advanced
 		i.cmu.Unlock()
-		if i.CaughtUp(t) {
+		if i.caughtUpBy(t) {
 			return true
 		}
 		select {
 		case <-advanced:
 		case <-timeout.C:
-			return i.CaughtUp(t)
+			return i.caughtUpBy(t)
 		case <-ctx.Done():
 			return false
 		}
@@ -435,7 +457,7 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 					continue
 				default:
 				}
-				i.caughtUpAt(at)
+				i.caught = at // published once what the drained packets decided is carried out (apply)
 				return
 			}
 		}
@@ -459,6 +481,7 @@ func (i *Instance) apply(core *Core, decide func(netip.Prefix, bool)) {
 			i.send(e.Priority)
 		case Ask:
 			if i.cfg.Ask != nil {
+				i.askedAt.Store(time.Now().UnixNano())
 				i.asking.Store(true)
 				i.cfg.Ask()
 			}
@@ -467,6 +490,12 @@ func (i *Instance) apply(core *Core, decide func(netip.Prefix, bool)) {
 		case Report:
 			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = e.To, e.At, e.Reason })
 		}
+	}
+	if !i.caught.IsZero() {
+		// Only now, the decisions carried out, may a late announcement
+		// waiting for the election go: it reads them (WaitCaughtUp).
+		i.caughtUpAt(i.caught)
+		i.caught = time.Time{}
 	}
 }
 

@@ -415,3 +415,24 @@ func TestWaitCaughtUpWakesOnTheElection(t *testing.T) {
 		t.Fatal("caught up after its context ended")
 	}
 }
+
+// TestCatchUpPublishedAfterItsDecisions: what the election read while
+// draining counts as read (WaitCaughtUp) only once what it decided from it
+// is carried out: a late announcement woken earlier would read a
+// decision not yet made (the master it was, the VIP still wanted).
+func TestCatchUpPublishedAfterItsDecisions(t *testing.T) {
+	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100, Interval: time.Second},
+		[]Transport{tr}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	core := NewCore(inst.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	core.Start(time.Now())
+	before := time.Now()
+	inst.drain(core, make(chan packet))
+	if inst.caughtUpBy(before) {
+		t.Fatal("caught up published before its decisions were carried out")
+	}
+	inst.apply(core, func(netip.Prefix, bool) {})
+	if !inst.caughtUpBy(before) {
+		t.Fatal("caught up not published once its decisions were carried out")
+	}
+}

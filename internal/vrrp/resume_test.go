@@ -63,7 +63,7 @@ func TestResumeGivesUp(t *testing.T) {
 // rule it resumed at the verdict, advertised, and took the VIP back from
 // the node that held it.
 func TestResumeListensAnIntervalFirst(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := NewCore(resumeConfig(200*time.Millisecond), discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(2*time.Millisecond)) // the verdict, first
@@ -84,7 +84,7 @@ func TestResumeListensAnIntervalFirst(t *testing.T) {
 // TestResumeAfterAQuietInterval: heard no master for an interval, the
 // healthy restarted daemon resumes, keeping the VIP it found bound.
 func TestResumeAfterAQuietInterval(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := NewCore(resumeConfig(200*time.Millisecond), discard)
 	c.Start(t0)
 	c.SetPriority(100, "", t0.Add(2*time.Millisecond))

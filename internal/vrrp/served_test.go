@@ -179,7 +179,7 @@ func TestServedWaitOutlastsNoPriorityChange(t *testing.T) {
 // interval, and stops once one did: a lost one must not leave the backups
 // waiting on its host, which still answers for the VIP.
 func TestResignedMasterRepeatsPriorityZero(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := NewCore(Config{VIPs: nil, VRID: 51, Interval: 200 * time.Millisecond, Sends: 2}, discard)
 	c.SetPrimary(netip.MustParseAddr("192.0.2.11"))
 	c.Start(t0)
@@ -244,10 +244,11 @@ func TestStrangersAnswerCountsOnlyBeforeAnyMaster(t *testing.T) {
 func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
 	i := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32"), netip.MustParsePrefix("2001:db8::100/128")},
 		VRID: 51, Interval: 200 * time.Millisecond, ServedWait: 4 * time.Second, Ask: func() {}}, nil, discard)
+	i.askedAt.Store(t0.UnixNano())
 	i.asking.Store(true)
-	i.Served(false) // a stranger answers for the IPv6 VIP
-	i.Served(true)  // the master's host for the IPv4 VIP
-	i.Served(false) // the stranger again
+	i.Served(false, t0.Add(time.Millisecond))   // a stranger answers for the IPv6 VIP
+	i.Served(true, t0.Add(2*time.Millisecond))  // the master's host for the IPv4 VIP
+	i.Served(false, t0.Add(3*time.Millisecond)) // the stranger again
 	select {
 	case a := <-i.served:
 		if !a.member {
@@ -258,6 +259,24 @@ func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
 	}
 	if i.asking.Load() {
 		t.Error("still asking after a router answered")
+	}
+}
+
+// An answer seen before the question was asked (a note on its way as the
+// backup asked) is not its answer: it neither ends the asking nor reaches
+// the election, and the answer that follows does.
+func TestAnswerSeenBeforeTheQuestion(t *testing.T) {
+	i := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")},
+		VRID: 51, Interval: 200 * time.Millisecond, ServedWait: 4 * time.Second, Ask: func() {}}, nil, discard)
+	i.askedAt.Store(t0.UnixNano())
+	i.asking.Store(true)
+	i.Served(true, t0.Add(-time.Millisecond))
+	if !i.asking.Load() || len(i.served) != 0 {
+		t.Fatal("an answer seen before the question was taken for its answer")
+	}
+	i.Served(true, t0.Add(time.Millisecond))
+	if i.asking.Load() || len(i.served) != 1 {
+		t.Fatal("the answer after the question did not reach the election")
 	}
 }
 

@@ -38,11 +38,12 @@ func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8
 	}
 }
 
-// Health takes the health checker's latest transition: whether this node
-// has settled, whether its apiserver certainly does not serve, and the
-// priority its health gives it. Only the latest transition counts: what it
-// changes is measured against the one taken before, so a driver may drop
-// one not yet taken for a newer.
+// Health takes a transition of the health checker: whether this node has
+// settled, whether its apiserver certainly does not serve, and the
+// priority its health gives it. What it changes is measured against the
+// state last taken, not the transition's Changed, so a driver that drops
+// old transitions (a full queue) loses no state — only the edge of a
+// certain failure that an uncertain one followed before either was taken.
 func (c *Core) Health(tr health.Transition, now time.Time) {
 	v := &c.vote
 	c.SetUnsettled(!tr.Settled, now) // before the priority: a node healthy again takes over only settled
@@ -98,6 +99,5 @@ func (c *Core) elect(why string, now time.Time) {
 	default:
 		c.log.Warn("API server is unhealthy, leaving VRRP election", "reason", why)
 	}
-	c.SetCertain(!ok && v.certain)
-	c.SetPriority(p, why, now)
+	c.SetPriority(p, why, now) // certain: v.certain, false while healthy
 }

@@ -60,7 +60,7 @@ func TestHealthGivesThePriority(t *testing.T) {
 // port now refuses) makes it resign at once, though its state is
 // unchanged. A transition with nothing new changes nothing.
 func TestHealthCertainLaterResigns(t *testing.T) {
-	var out recordOutput
+	var out effectLog
 	c := voteCore(true)
 	c.Health(verdict(health.Healthy, true, false, ""), t0)
 	c.Timeout(c.Deadline())
@@ -73,13 +73,13 @@ func TestHealthCertainLaterResigns(t *testing.T) {
 		t.Fatalf("failing on time-outs: %s at %d, want master at the fail-open priority", c.State(), c.Priority())
 	}
 	c.Ready()
-	out = recordOutput{}
+	out = effectLog{}
 	c.Health(health.Transition{State: health.Unhealthy, Certain: true, Last: health.Result{Outcome: health.Refused, Reason: "connection refused"}}, now)
 	if !slices.Equal(out.of(c).sent, []uint8{0}) || c.State() == Master {
 		t.Fatalf("refused now: sent %v, state %s, want priority 0 sent", out.of(c).sent, c.State())
 	}
 	c.Ready()
-	out = recordOutput{}
+	out = effectLog{}
 	c.Health(health.Transition{State: health.Unhealthy, Certain: true, Last: health.Result{Outcome: health.Refused, Reason: "connection refused"}}, now)
 	if len(out.of(c).sent) != 0 || len(out.of(c).decided) != 0 {
 		t.Fatalf("the same verdict again: sent %v, decided %v, want nothing", out.of(c).sent, out.of(c).decided)

@@ -478,7 +478,7 @@ func (d *daemon) notes() {
 		case acd.Defend:
 			d.announceAgain(n.VIP, false)
 		case acd.Served:
-			d.core.Served(n.Member, d.h.s.w.now)
+			d.core.Served(n.Member, n.At)
 			d.effects()
 		}
 	}
