@@ -64,7 +64,7 @@ func (m *Manager) tick() {
 		select {
 		case <-m.stop:
 			return
-		case <-m.timer.C:
+		case <-m.timer.C(): // or a tick armed before the latest Reset: due acts only on what is due
 		}
 		m.mu.Lock()
 		now := time.Now()

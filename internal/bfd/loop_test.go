@@ -137,8 +137,8 @@ func TestPacketBringsTimerForward(t *testing.T) {
 	m, p := handler(t, pp)
 	now := t0.Add(time.Second)
 	m.due(now) // b sends: its next transmit is further away than 150 ms
-	m.timer, m.timerAt = time.NewTimer(time.Hour), p.s.NextTx()
-	defer m.timer.Stop()
+	m.timer, m.timerAt = quietio.NewTimer(time.Hour), p.s.NextTx()
+	defer m.timer.Close()
 	var pk Packet
 	pp.a.Transmit(&pk, now)
 	m.handle(pk.Encode(pp.buf[:], nil), ttlCmsg(TTL), netip.MustParseAddr("127.0.0.1"), now)
