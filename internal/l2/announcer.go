@@ -83,7 +83,7 @@ func NewAnnouncer(opts Options, rec *reconcile.Reconciler, events <-chan reconci
 	if opts.Guard != nil {
 		rec.SetCheck(opts.Guard)
 	}
-	a.loop = reconcile.NewLoop(rec, events, opts.Period, reconcile.Hooks{Before: a.before, Changed: a.changed, Reannounce: a.reannounce, Lapsed: a.lapsed})
+	a.loop = reconcile.NewLoop(rec, events, opts.Period, Hooks(bursts{a}, log, opts.Interface, opts.Lapsed))
 	return a
 }
 
@@ -148,45 +148,12 @@ func (a *Announcer) Run(ctx context.Context) {
 	a.loop.Run(ctx)
 }
 
-// before ends the announcements of every VIP this node no longer wants, at
-// the election's word, not only when a step removes it: an interface
-// deleted takes the VIP with it and no step removes anything, and a burst
-// retrying its failed send announced the VIP on the interface made again,
-// with the new MAC, while another node held it (whose conflict check then
-// saw a stranger answer and released it).
-func (a *Announcer) before(desired map[netip.Prefix]bool) {
-	for vip, want := range desired {
-		if !want {
-			a.stopBurst(vip.Addr())
-		}
-	}
-}
+// bursts are the Announcer's goroutines, one a VIP, as the loop's hooks
+// see them.
+type bursts struct{ a *Announcer }
 
-func (a *Announcer) changed(c reconcile.Change) {
-	reconcile.LogChange(a.log, "l2", c)
-	switch c.Action {
-	case reconcile.Installed, reconcile.Fixed:
-		a.startBurst(c.VIP.Addr())
-	case reconcile.Removed, reconcile.Lost, reconcile.Lapsed:
-		a.stopBurst(c.VIP.Addr())
-	}
-}
-
-func (a *Announcer) lapsed(vip netip.Prefix) {
-	a.stopBurst(vip.Addr())
-	if a.opts.Lapsed != nil {
-		a.opts.Lapsed()
-	}
-}
-
-func (a *Announcer) reannounce(held []netip.Prefix, reason string) {
-	for _, vip := range held {
-		if reason == "link up" {
-			a.log.Info("Link is up, announcing VIP again", "address", vip, "interface", a.opts.Interface)
-		}
-		a.startBurst(vip.Addr())
-	}
-}
+func (b bursts) Start(vip netip.Addr) { b.a.startBurst(vip) }
+func (b bursts) Stop(vip netip.Addr)  { b.a.stopBurst(vip) }
 
 func (a *Announcer) startBurst(vip netip.Addr) {
 	a.stopBurst(vip)

@@ -96,7 +96,8 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		d.rec.SetCheck(d.guard)
 	}
-	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period, d.hooks())
+	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period,
+		l2.Hooks(bursts{d}, log.With("component", "l2"), "eth0", func() { d.lapsed = true }))
 	d.coreCfg = l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
 	d.core = vrrp.NewCore(d.coreCfg, log.With("component", "vrrp"))
 	d.core.Start(s.w.now)
@@ -221,35 +222,12 @@ func (d *daemon) armRenew() {
 	}
 }
 
-// hooks are l2.Announcer's hooks of the loop: a VIP let go is not announced
-// on, one bound is announced, one lapsed tells the election.
-func (d *daemon) hooks() reconcile.Hooks {
-	return reconcile.Hooks{
-		Before: func(desired map[netip.Prefix]bool) {
-			for vip, want := range desired {
-				if !want {
-					d.bursts[vip.Addr()]++
-				}
-			}
-		},
-		Changed: func(c reconcile.Change) {
-			switch c.Action {
-			case reconcile.Installed, reconcile.Fixed:
-				d.h.s.w.logf("%s   bound %s (%s)", d.h.name, c.VIP, c.Action)
-				d.burst(c.VIP.Addr())
-			case reconcile.Removed, reconcile.Lost, reconcile.Lapsed:
-				d.h.s.w.logf("%s   %s %s", d.h.name, c.Action, c.VIP)
-				d.bursts[c.VIP.Addr()]++
-			}
-		},
-		Lapsed: func(netip.Prefix) { d.lapsed = true },
-		Reannounce: func(held []netip.Prefix, _ string) {
-			for _, vip := range held {
-				d.burst(vip.Addr())
-			}
-		},
-	}
-}
+// bursts are the daemon's announcement bursts as l2.Hooks drive them: a
+// burst is an event chain (burst), stopped by a new generation.
+type bursts struct{ d *daemon }
+
+func (b bursts) Start(vip netip.Addr) { b.d.burst(vip) }
+func (b bursts) Stop(vip netip.Addr)  { b.d.bursts[vip]++ }
 
 func (d *daemon) period() {
 	d.poke("period")
