@@ -60,7 +60,7 @@ type Manager struct {
 	wg       sync.WaitGroup
 	stopOnce sync.Once
 
-	mu      sync.Mutex // the sessions, timer and timerAt
+	mu      sync.Mutex     // the sessions, timer and timerAt
 	timer   *quietio.Timer // a timerfd: one wake-up a deadline, where a runtime timer costs about six
 	timerAt time.Time
 }

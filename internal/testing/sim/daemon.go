@@ -183,8 +183,8 @@ func (d *daemon) poke(string) {
 	d.after(loopDelay, "reconcile", d.step)
 }
 
-// step is one pass of the daemon's reconcile.Loop (Loop.Pass, with the
-// hooks l2.Announcer gives it): the bind decision for every VIP, the
+// step is one pass of the daemon's reconcile.Loop (Loop.Pass, with
+// l2.Hooks): the bind decision for every VIP, the
 // announcements of what it bound, the re-announcements asked for.
 func (d *daemon) step() {
 	d.stepDue = false
