@@ -75,12 +75,20 @@ func (m *Manager) tick() {
 	}
 }
 
-// due expires and transmits for every session whose time has come.
+// due expires and transmits for every session whose time has come. When
+// one transmits, so does every other whose jitter allows it now
+// (Session.EarliestTx): the sessions' packets go together, one wake-up for
+// all, each interval still within the jitter's range.
 func (m *Manager) due(now time.Time) {
+	sending := false
+	for _, p := range m.peers {
+		sending = sending || !now.Before(p.s.NextTx())
+	}
 	for _, p := range m.peers {
 		prev := p.s.State()
 		p.s.Expire(now)
-		if !now.Before(p.s.NextTx()) {
+		early := sending && !p.s.EarliestTx().IsZero() && !now.Before(p.s.EarliestTx())
+		if early || !now.Before(p.s.NextTx()) {
 			m.send(p, now)
 		}
 		m.report(p, prev)

@@ -35,6 +35,7 @@ type Session struct {
 	pollActive       bool
 	sendFinal        bool
 	nextTx           time.Time
+	lastTx           time.Time // the latest Transmit; zero: none yet
 	detectAt         time.Time // zero: no detection timer
 	lastRx           time.Time
 	xmitSeq          uint32
@@ -82,6 +83,18 @@ func (s *Session) jittered(d time.Duration) time.Duration {
 		span = 0.15
 	}
 	return time.Duration(float64(d) * (low + span*s.rng.Float64()))
+}
+
+// EarliestTx is the earliest time the next packet may go: the latest one's
+// time plus the shortest interval the jitter allows (75 % of the interval,
+// section 6.8.7). A packet sent between it and NextTx is one whose jitter
+// drew that interval: a driver may send it with another session's, so that
+// one wake-up serves both. Zero before the first packet.
+func (s *Session) EarliestTx() time.Time {
+	if s.lastTx.IsZero() {
+		return time.Time{}
+	}
+	return s.lastTx.Add(time.Duration(float64(s.TxInterval()) * 0.75))
 }
 
 // Receive processes a decoded packet for this session (RFC 5880 section
@@ -210,6 +223,7 @@ func (s *Session) Transmit(p *Packet, now time.Time) {
 		p.AuthSeq = s.xmitSeq
 	}
 	s.sendFinal = false
+	s.lastTx = now
 	s.nextTx = now.Add(s.jittered(s.TxInterval()))
 }
 

@@ -149,6 +149,21 @@ func TestJitter(t *testing.T) {
 	}
 }
 
+// TestEarliestTx: a packet may go from 75 % of the interval after the
+// latest one (the jitter's shortest), so a driver may send it with another
+// session's; none is known before the first packet.
+func TestEarliestTx(t *testing.T) {
+	pp := up(t, fast)
+	var p Packet
+	pp.a.Transmit(&p, t0)
+	if got := pp.a.EarliestTx().Sub(t0); got != 37500*time.Microsecond {
+		t.Fatalf("earliest %s after a packet, want 37.5 ms (75 %% of 50 ms)", got)
+	}
+	if !pp.a.EarliestTx().Before(pp.a.NextTx()) && !pp.a.EarliestTx().Equal(pp.a.NextTx()) {
+		t.Fatal("the earliest time after the next due one")
+	}
+}
+
 func TestAuthentication(t *testing.T) {
 	for _, typ := range []AuthType{AuthSimple, AuthKeyedSHA1, AuthMeticulousSHA1} {
 		cfg := fast
