@@ -147,3 +147,30 @@ func TestPacketBringsTimerForward(t *testing.T) {
 			m.timerAt.Sub(now), want.Sub(now), p.s.NextTx().Sub(now))
 	}
 }
+
+// TestDueSendsTogether: when one session's packet is due, another whose
+// jitter allows it now (75 % of its interval after its latest packet) goes
+// with it; one whose 75 % has not come stays; a pass that sends nothing
+// (a detection deadline, a stale tick) sends nothing early.
+func TestDueSendsTogether(t *testing.T) {
+	ppA, ppB, ppC := up(t, fast), up(t, fast), up(t, fast)
+	m, pa := handler(t, ppA)
+	_, pb := handler(t, ppB)
+	_, pc := handler(t, ppC)
+	m.peers = []*peer{pa, pb, pc}
+	var pk Packet
+	pa.s.Transmit(&pk, t0)                          // due again within 37.5-50 ms
+	pb.s.Transmit(&pk, t0)                          // may go from 37.5 ms
+	pc.s.Transmit(&pk, t0.Add(20*time.Millisecond)) // may go from 57.5 ms
+	now := pa.s.NextTx()
+	if m.due(now.Add(-time.Millisecond)); !pb.s.lastTx.Equal(t0) {
+		t.Fatal("a pass that sends nothing sent a packet early")
+	}
+	m.due(now)
+	if !pa.s.lastTx.Equal(now) || !pb.s.lastTx.Equal(now) {
+		t.Fatalf("a due, b allowed: sent at %v and %v, want both at %v", pa.s.lastTx.Sub(t0), pb.s.lastTx.Sub(t0), now.Sub(t0))
+	}
+	if !pc.s.lastTx.Equal(t0.Add(20 * time.Millisecond)) {
+		t.Fatalf("c sent at %v, before 75 %% of its interval", pc.s.lastTx.Sub(t0))
+	}
+}

@@ -164,7 +164,9 @@ func (m *Manager) Shutdown() {
 }
 
 func (m *Manager) close() {
-	m.timer.Close()
+	if m.timer != nil { // nil before Start (NewManager's failures close too)
+		m.timer.Close()
+	}
 	for _, l := range m.loops {
 		l.conn.Close()
 	}
