@@ -351,6 +351,9 @@ func (g *Guard) forgetMembers() {
 			ours[string(mac)] = true
 		}
 	}
+	if len(ours) == 0 {
+		return
+	}
 	freed := false
 	g.mu.Lock()
 	for _, vip := range slices.SortedFunc(maps.Keys(g.vips), netip.Addr.Compare) { // logged in one order

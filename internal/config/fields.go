@@ -1,6 +1,10 @@
 package config
 
-import "reflect"
+import (
+	"reflect"
+	"slices"
+	"sync"
+)
 
 // Field describes one configuration variable, read from the Config struct tags.
 type Field struct {
@@ -18,7 +22,12 @@ type Field struct {
 }
 
 // Fields lists every configuration variable in declaration order.
-func Fields() []Field {
+func Fields() []Field { return slices.Clone(fields()) }
+
+// fields reads the struct tags once: they are constant, and a load looks
+// up every variable it is given (reflection's tag parsing dominated a
+// load's cost).
+var fields = sync.OnceValue(func() []Field {
 	t := reflect.TypeOf(Config{})
 	out := make([]Field, 0, t.NumField())
 	for i := range t.NumField() {
@@ -38,11 +47,11 @@ func Fields() []Field {
 		})
 	}
 	return out
-}
+})
 
 // fieldByEnv returns the field of an environment variable name.
 func fieldByEnv(env string) (Field, bool) {
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if f.Env == env {
 			return f, true
 		}
@@ -52,7 +61,7 @@ func fieldByEnv(env string) (Field, bool) {
 
 // fieldByName returns the field of a Go struct field name.
 func fieldByName(name string) (Field, bool) {
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if f.Name == name {
 			return f, true
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kelseyhightower/envconfig"
 )
@@ -36,7 +37,7 @@ func (v *flagValue) IsBoolFlag() bool   { return v.bool }
 func BindFlags(fs *flag.FlagSet) *Flags {
 	fl := &Flags{set: map[string]string{}}
 	fs.StringVar(&fl.EnvFile, "env-file", "", "load variables from a systemd-style env file (KEY=VALUE)")
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		usage := f.Desc + " (" + f.Env
 		if f.Default != "" {
 			usage += ", default " + f.Default
@@ -53,9 +54,15 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 // variables in the environment) and an *Error naming the variable for any
 // invalid value.
 func Load(fl *Flags) (*Config, []string, error) {
+	environ.Lock()
+	defer environ.Unlock()
 	c, _, warnings, err := loadGiven(fl)
 	return c, warnings, err
 }
+
+// environ is held while a load borrows the process environment (envconfig
+// reads nothing else): one load at a time, whatever goroutine asks.
+var environ sync.Mutex
 
 // loadGiven merges the flags, the env file and the environment into the process
 // environment, decodes and validates the result, and restores the
@@ -70,7 +77,7 @@ func loadGiven(fl *Flags) (*Config, map[string]string, []string, error) {
 		return nil, nil, nil, err
 	}
 	given := map[string]string{}
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if v, ok := os.LookupEnv(f.Env); ok {
 			given[f.Env] = v
 		}
@@ -118,7 +125,7 @@ func mergeInto(fl *Flags) ([]string, error) {
 			return nil, fmt.Errorf("setting %s: %w", env, err)
 		}
 	}
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if v, ok := os.LookupEnv(f.Env); ok && strings.TrimSpace(v) == "" && !f.EmptyOff {
 			os.Unsetenv(f.Env) // empty means "not set": the default applies
 		}
@@ -131,6 +138,8 @@ func mergeInto(fl *Flags) ([]string, error) {
 // that they make a valid configuration: what `manifest pod` writes into a
 // pod, so that the pod runs exactly this configuration.
 func Given(fl *Flags) (map[string]string, error) {
+	environ.Lock()
+	defer environ.Unlock()
 	_, given, _, err := loadGiven(fl)
 	return given, err
 }
@@ -156,7 +165,7 @@ func loadEnvFile(path string) (map[string]string, error) {
 // saveEnv records our variables as the environment has them now.
 func saveEnv() map[string]*string {
 	saved := map[string]*string{}
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if v, ok := os.LookupEnv(f.Env); ok {
 			saved[f.Env] = &v
 		} else {
@@ -209,8 +218,10 @@ func translate(err error) error {
 // ignoring the process environment, and validates it. The environment is
 // left as it was.
 func LoadMap(vars map[string]string) (*Config, error) {
+	environ.Lock()
+	defer environ.Unlock()
 	defer restoreEnv(saveEnv())
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		os.Unsetenv(f.Env)
 	}
 	for k, v := range vars {
@@ -221,6 +232,6 @@ func LoadMap(vars map[string]string) (*Config, error) {
 			return nil, fmt.Errorf("setting %s: %w", k, err)
 		}
 	}
-	c, _, err := Load(nil)
+	c, _, _, err := loadGiven(&Flags{})
 	return c, err
 }

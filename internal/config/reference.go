@@ -12,7 +12,7 @@ import (
 func Reference() string {
 	var b strings.Builder
 	b.WriteString("| variable | flag | default | on reload | meaning |\n|---|---|---|---|---|\n")
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		def := "`" + f.Default + "`"
 		switch {
 		case f.Required:
@@ -36,7 +36,7 @@ func EnvTemplate() string {
 	b.WriteString("# novaedge-cpvip configuration (systemd EnvironmentFile).\n")
 	b.WriteString("# Uncomment and set what you need; NOVAEDGE_CP_VIP_ADDRESS is required.\n")
 	b.WriteString("# Check it with: novaedge-cpvip check-config --env-file /etc/novaedge/cpvip.env\n")
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		fmt.Fprintf(&b, "\n# %s\n", f.Desc)
 		if f.Required {
 			fmt.Fprintf(&b, "#%s=192.0.2.100/32\n", f.Env)
@@ -51,7 +51,7 @@ func EnvTemplate() string {
 // secrets redacted, for check-config.
 func Describe(c *Config) string {
 	var b strings.Builder
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		v := fmt.Sprint(f.Value(c))
 		if zero, ok := f.Value(c).(interface{ IsValid() bool }); ok && !zero.IsValid() {
 			v = ""

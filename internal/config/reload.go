@@ -45,7 +45,7 @@ func (r *Reloader) Load() (*Config, error) {
 			delete(vars, k) // exported at start for the process; not ours to reload
 		}
 	}
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		v, ok := os.LookupEnv(f.Env)
 		if old, fromFile := r.atStart[f.Env]; ok && !(fromFile && old == v) {
 			vars[f.Env] = v
@@ -60,7 +60,7 @@ func (r *Reloader) Load() (*Config, error) {
 // Changes lists the variables whose values differ between old and new:
 // those a reload applies (Field.Live) and those that need a restart.
 func Changes(old, new *Config) (live, restart []string) {
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if reflect.DeepEqual(f.Value(old), f.Value(new)) {
 			continue
 		}
@@ -78,7 +78,7 @@ func Changes(old, new *Config) (live, restart []string) {
 func WithLive(old, new *Config) *Config {
 	out := *old
 	dst, src := reflect.ValueOf(&out).Elem(), reflect.ValueOf(new).Elem()
-	for _, f := range Fields() {
+	for _, f := range fields() {
 		if f.Live {
 			dst.Field(f.index).Set(src.Field(f.index))
 		}

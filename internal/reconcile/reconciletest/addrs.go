@@ -29,6 +29,13 @@ func (a *Addrs) List() ([]netip.Prefix, error) {
 	return slices.Clone(a.addrs), a.failList
 }
 
+// Has says whether an address of vip is on the interface.
+func (a *Addrs) Has(vip netip.Addr) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(a.addrs, func(p netip.Prefix) bool { return p.Addr() == vip })
+}
+
 // Add implements reconcile.Addresses; a lifetime is recorded in the
 // mutation ("add P for 3s"), not kept (Lifetimes does).
 func (a *Addrs) Add(p netip.Prefix, lifetime time.Duration) error {

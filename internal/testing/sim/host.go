@@ -76,8 +76,7 @@ func (h *host) holds(vip netip.Addr) bool { return h.linked() && h.bound(vip) }
 
 // bound says whether vip is in h's address table, carrier or not.
 func (h *host) bound(vip netip.Addr) bool {
-	list, _ := h.addrs.List()
-	return slices.ContainsFunc(list, func(p netip.Prefix) bool { return p.Addr() == vip })
+	return h.addrs.Has(vip)
 }
 
 // expire sets p's lifetime (0: permanent): unless set again, the kernel
