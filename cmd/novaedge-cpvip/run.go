@@ -301,24 +301,17 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Log
 // a verdict that may have changed to the reconcile loop, a contested or
 // defended VIP to the announcer, another host's answer to the election.
 func relay(ctx context.Context, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
+	owners := struct {
+		*l2.Announcer
+		*vrrp.Elector
+	}{ann, elector}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.Noted():
 		}
-		for _, n := range g.Notes() {
-			switch n.Kind {
-			case acd.Changed:
-				ann.Poke()
-			case acd.Contested:
-				ann.Contested(n.VIP)
-			case acd.Defend:
-				ann.Defend(n.VIP)
-			case acd.Served:
-				elector.Served(n.Member, n.At)
-			}
-		}
+		l2node.Relay(g.Notes(), owners)
 	}
 }
 

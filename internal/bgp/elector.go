@@ -68,30 +68,28 @@ func (e *Elector) FailOpen() (bool, string) {
 
 // Run implements the agent's Elector.
 func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	seen := false // healthy at least once since start
+	part := NewPart(e.failOpen)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case v := <-e.health:
-			seen = seen || v.ok
-			hold, demote := v.ok, !v.ok && seen && e.failOpen
-			switch {
-			case v.ok:
+			st := part.Health(v.ok)
+			switch st {
+			case Announced:
 				e.log.Info("API server is healthy, binding VIP", "vip", e.vips)
-			case demote:
-				hold = true
+			case Demoted:
 				e.log.Warn("API server is unhealthy, releasing VIP", "vip", e.vips, "bgp",
 					"announcing a demoted route (AS path +3, GRACEFUL_SHUTDOWN community): routers use healthy nodes, and this one only while none is (fail open)", "reason", v.reason)
 			default:
 				e.log.Warn("API server is unhealthy, releasing VIP", "vip", e.vips, "reason", v.reason)
 			}
 			e.mu.Lock()
-			e.demoted, e.reason = demote, v.reason
+			e.demoted, e.reason = st == Demoted, v.reason
 			e.mu.Unlock()
-			e.demoter.SetDemoted(demote)
+			e.demoter.SetDemoted(st == Demoted)
 			for _, vip := range e.vips {
-				decide(vip, hold)
+				decide(vip, st.Holds())
 			}
 		}
 	}

@@ -214,11 +214,8 @@ type answer struct {
 // master's host answering for the other family still counts. It does not
 // block.
 func (i *Instance) Served(member bool, at time.Time) {
-	switch {
-	case at.UnixNano() < i.askedAt.Load():
-		return // seen before the question: not its answer
-	case member && !i.asking.Swap(false), !member && !i.asking.Load():
-		return // not asked: the routers' answers to every backup's own probes, each second
+	if !i.answers(member, at) {
+		return
 	}
 	a := answer{at: at, member: member}
 	if member {
@@ -231,6 +228,18 @@ func (i *Instance) Served(member bool, at time.Time) {
 	case i.served <- a:
 	default:
 	}
+}
+
+// answers says whether an answer seen at at answers the question asked
+// (Served's rule); a router's ends the asking.
+func (i *Instance) answers(member bool, at time.Time) bool {
+	switch {
+	case at.UnixNano() < i.askedAt.Load():
+		return false // seen before the question: not its answer
+	case member && !i.asking.Swap(false), !member && !i.asking.Load():
+		return false // not asked: the routers' answers to every backup's own probes, each second
+	}
+	return true
 }
 
 // LinkChanged says the interface changed (netlink told us: deleted,
@@ -347,18 +356,15 @@ type packet struct {
 // decision is the Core's; Run feeds it the wall clock, the network and the
 // interface.
 func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	core := NewCore(i.cfg, i.log)
-	core.Start(time.Now())
-	i.apply(core, decide)
+	n := i.Node(decide, time.Now())
+	n.Apply(time.Now())
+	core := n.Core()
+	ps := make([]netip.Addr, len(i.conns))
 	for k := range i.conns {
-		p := i.waitPrimary(ctx, i.conns[k])
-		i.primaries[k].Store(&p)
+		ps[k] = i.waitPrimary(ctx, i.conns[k])
 	}
-	primary := *i.primaries[0].Load()
-	core.SetPrimary(primary)
-	i.setStatus(func(s *Status) { s.Primary = primary })
-	i.checkCarrier(core)
-	i.apply(core, decide)
+	n.Primaries(ps, time.Now())
+	n.Apply(time.Now())
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -376,16 +382,14 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	for {
 		select {
 		case <-refresh.C():
-			i.refresh(core)
-			i.checkCarrier(core)
+			n.Link(time.Now())
 		case <-i.link:
 			// Netlink told us: the interface is gone, back, or its carrier
 			// changed. A carrier flap costs the flap (Machine.SetCarrier).
-			i.refresh(core)
-			i.checkCarrier(core)
+			n.Link(time.Now())
 		case <-ctx.Done():
 			core.Shutdown(time.Now())
-			i.apply(core, decide)
+			n.Apply(time.Now())
 			close(stop)
 			for _, c := range i.conns {
 				c.Close()
@@ -405,7 +409,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.SetBase(p, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
-		case a := <-i.served:
+		case a := <-i.served: // answers(a) held when Served queued it
 			core.Served(a.member, a.at)
 		case <-i.lapsed:
 			i.drain(core, packets)
@@ -415,8 +419,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			i.drain(core, packets)
 			core.Timeout(time.Now())
 		}
-		i.apply(core, decide)
-		i.setStatus(func(s *Status) { s.Priority, s.Master, s.Failing = core.Priority(), core.Master(), core.Failing() })
+		n.Apply(time.Now())
 		resetTimer(timer, core.Deadline())
 	}
 }
@@ -473,39 +476,6 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 	}
 }
 
-// apply carries out what the core decided, in order.
-func (i *Instance) apply(core *Core, decide func(netip.Prefix, bool)) {
-	for _, e := range core.Ready() {
-		switch e.Kind {
-		case Advertise:
-			i.send(e.Priority)
-		case Ask:
-			if i.cfg.Ask != nil {
-				i.askedAt.Store(time.Now().UnixNano())
-				i.asking.Store(true)
-				i.cfg.Ask()
-			}
-		case Decide:
-			i.decideAll(decide, e.Hold)
-		case Report:
-			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = e.To, e.At, e.Reason })
-		}
-	}
-	if !i.caught.IsZero() {
-		// Only now, the decisions carried out, may a late announcement
-		// waiting for the election go: it reads them (WaitCaughtUp).
-		i.caughtUpAt(i.caught)
-		i.caught = time.Time{}
-	}
-}
-
-// decideAll decides every VIP alike.
-func (i *Instance) decideAll(decide func(netip.Prefix, bool), hold bool) {
-	for _, vip := range i.cfg.VIPs {
-		decide(vip, hold)
-	}
-}
-
 // waitPrimary waits until the interface has an address to send from.
 // After link up, the IPv6 link-local address needs about a second of
 // duplicate address detection.
@@ -543,20 +513,7 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		switch r := i.cfg.Drop(a, src, *i.primaries[k].Load(), k); r {
-		case "":
-		case DropForeign:
-			i.dropForeign(a, src)
-			continue
-		default:
-			i.drops.Add(r)
-			continue
-		}
-		i.received.Add(1)
-		if i.cfg.Heard != nil {
-			i.cfg.Heard(src, a.IntervalDuration())
-		}
-		if k > 0 {
+		if !i.Accept(k, a, src) || k > 0 {
 			continue
 		}
 		select {
@@ -565,6 +522,26 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 			return
 		}
 	}
+}
+
+// Accept says whether a, received from src on transport k, is this
+// election's (Config.Drop), counting what it drops, and tells Heard of
+// our group's routers. The readers ask it; it is safe from any goroutine.
+func (i *Instance) Accept(k int, a Advertisement, src netip.Addr) bool {
+	switch r := i.cfg.Drop(a, src, *i.primaries[k].Load(), k); r {
+	case "":
+	case DropForeign:
+		i.dropForeign(a, src)
+		return false
+	default:
+		i.drops.Add(r)
+		return false
+	}
+	i.received.Add(1)
+	if i.cfg.Heard != nil {
+		i.cfg.Heard(src, a.IntervalDuration())
+	}
+	return true
 }
 
 // dropForeign drops an advertisement of another group on our VRID, logging
@@ -576,52 +553,6 @@ func (i *Instance) dropForeign(a Advertisement, src netip.Addr) {
 			"vrid", a.VRID, "source", src, "addresses", a.Addresses, "priority", a.Priority,
 			"remedy", "give each group a VRID unused on the segment (NOVAEDGE_CP_VIP_VRID)")
 	}
-}
-
-// refresh reopens a transport on a re-created interface and takes a
-// possibly new primary address. A node whose interface is deleted leaves
-// the election at once (Fault: the VIP went with the interface), and one
-// whose interface was made again starts as a backup (Core.Gone): while it
-// was gone another master may have taken over. Staying master would bind
-// the VIP on the new interface, under a new MAC, before its first
-// advertisement there: two holders, and to the other node's conflict check
-// a stranger.
-func (i *Instance) refresh(core *Core) {
-	for k, conn := range i.conns {
-		changed, err := conn.Refresh()
-		if errors.Is(err, ErrGone) && k == 0 {
-			core.Gone(Deleted, time.Now())
-			continue
-		}
-		if err != nil {
-			i.log.Debug("VRRP interface check failed", "error", err)
-			continue
-		}
-		if !changed {
-			continue
-		}
-		i.log.Info("VRRP interface created again, socket reopened")
-		if k == 0 {
-			core.Gone(MadeAgain, time.Now())
-		}
-		if p, err := conn.Primary(); err == nil && p != *i.primaries[k].Load() {
-			i.log.Info("VRRP source address changed", "from", *i.primaries[k].Load(), "to", p)
-			if k == 0 {
-				core.SetPrimary(p)
-			}
-			i.primaries[k].Store(&p)
-		}
-	}
-}
-
-// checkCarrier follows the interface's carrier (Core.Carrier).
-func (i *Instance) checkCarrier(core *Core) {
-	up, err := i.conns[0].Carrier()
-	if err != nil {
-		i.log.Debug("VRRP interface carrier check failed", "error", err)
-		return
-	}
-	core.Carrier(up, time.Now())
 }
 
 // send advertises priority for every VIP, each over its family's transport.

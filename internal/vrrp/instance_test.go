@@ -424,14 +424,13 @@ func TestCatchUpPublishedAfterItsDecisions(t *testing.T) {
 	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
 	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100, Interval: time.Second},
 		[]Transport{tr}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	core := NewCore(inst.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	core.Start(time.Now())
+	n := inst.Node(func(netip.Prefix, bool) {}, time.Now())
 	before := time.Now()
-	inst.drain(core, make(chan packet))
+	inst.drain(n.Core(), make(chan packet))
 	if inst.caughtUpBy(before) {
 		t.Fatal("caught up published before its decisions were carried out")
 	}
-	inst.apply(core, func(netip.Prefix, bool) {})
+	n.Apply(time.Now())
 	if !inst.caughtUpBy(before) {
 		t.Fatal("caught up not published once its decisions were carried out")
 	}

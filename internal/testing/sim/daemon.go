@@ -30,8 +30,10 @@ type daemon struct {
 	h       *host
 	cfg     *config.Config
 	started time.Time
-	core    *vrrp.Core
-	coreCfg vrrp.Config
+	inst    *vrrp.Instance // the election's instance: its Node, Accept, Status
+	node    *vrrp.Node
+	vwire   *vrrpWire  // the first family's transport
+	core    *vrrp.Core // node's
 	judge   *health.Judge
 	state   health.State // as of the latest transition
 	// healthySince: when state last became Healthy.
@@ -40,7 +42,7 @@ type daemon struct {
 	known        *acd.Known
 	rec          *reconcile.Reconciler
 	vips         []netip.Prefix
-	index        int // the interface the instance's socket is on
+	index        int // the interface at start
 	// wireIndex: the interface the conflict-check wires are open on
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
@@ -98,12 +100,21 @@ func (h *host) start() *daemon {
 	}
 	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period,
 		l2.Hooks(bursts{d}, log.With("component", "l2"), "eth0", func() { d.lapsed = true }))
-	d.coreCfg = l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
-	d.core = vrrp.NewCore(d.coreCfg, log.With("component", "vrrp"))
-	d.core.Start(s.w.now)
+	vcfg := l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
+	if d.guard != nil { // as cmd/novaedge-cpvip's buildVRRP
+		vcfg.Ask = d.guard.ProbeNow
+		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(d.known, h.cfg, src, interval) }
+	}
+	conns, primaries := make([]vrrp.Transport, len(d.vips)), make([]netip.Addr, len(d.vips))
+	for k := range d.vips {
+		conns[k], primaries[k] = &vrrpWire{d: d, k: k, index: d.index}, h.ip
+	}
+	d.vwire = conns[0].(*vrrpWire)
+	d.inst = vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp"))
+	d.node = d.inst.Node(d.decide, s.w.now)
+	d.core = d.node.Core()
 	d.effects()
-	d.core.SetPrimary(h.ip)
-	d.core.Carrier(h.linked(), s.w.now)
+	d.node.Primaries(primaries, s.w.now)
 	d.effects()
 	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
@@ -334,19 +345,9 @@ func (d *daemon) linkChanged() {
 	d.settle()
 }
 
-// linkCheck is Instance.refresh and checkCarrier.
+// linkCheck is the instance's look at its interface (vrrp.Node.Link).
 func (d *daemon) linkCheck() {
-	h, now := d.h, d.h.s.w.now
-	switch {
-	case !h.iface:
-		d.core.Gone(vrrp.Deleted, now)
-		d.effects()
-		return
-	case h.index != d.index:
-		d.index = h.index
-		d.core.Gone(vrrp.MadeAgain, now)
-	}
-	d.core.Carrier(h.linked(), now)
+	d.node.Link(d.h.s.w.now)
 	d.effects()
 }
 
@@ -365,16 +366,13 @@ func (d *daemon) handle(f frame) {
 	now := d.h.s.w.now
 	switch f.kind {
 	case advert:
-		if d.coreCfg.Drop(f.adv, f.ip, d.h.ip, 0) != "" { // vrrp.Instance.read
+		if !d.inst.Accept(0, f.adv, f.ip) { // the instance's reader
 			return
-		}
-		if d.known != nil {
-			l2node.Heard(d.known, d.cfg, f.ip, f.adv.IntervalDuration())
 		}
 		d.core.Receive(f.adv, f.ip, now)
 		d.effects()
 	case claim:
-		if d.guard != nil && !now.Before(d.wireDown) && d.index == d.h.index {
+		if d.guard != nil && !now.Before(d.wireDown) && d.vwire.index == d.h.index {
 			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
 			d.notes()
 		}
@@ -444,57 +442,64 @@ func (d *daemon) flushProbes() {
 // notes hands the conflict check's notes to their owners, as
 // cmd/novaedge-cpvip's relay does.
 func (d *daemon) notes() {
-	if d.guard == nil {
-		return
-	}
-	for _, n := range d.guard.Notes() {
-		switch n.Kind {
-		case acd.Changed:
-			d.poke("guard")
-		case acd.Contested:
-			d.announceAgain(n.VIP, true)
-		case acd.Defend:
-			d.announceAgain(n.VIP, false)
-		case acd.Served:
-			d.core.Served(n.Member, n.At)
-			d.effects()
-		}
+	if d.guard != nil {
+		l2node.Relay(d.guard.Notes(), owners{d})
 	}
 }
 
-// effects carries out what the core decided (vrrp.Instance.apply, and
-// agent.Agent: Hold and Release of every VIP).
+// owners are the daemon's parts the notes go to (l2node.Owners).
+type owners struct{ d *daemon }
+
+func (o owners) Poke()                    { o.d.poke("guard") }
+func (o owners) Contested(vip netip.Addr) { o.d.announceAgain(vip, true) }
+func (o owners) Defend(vip netip.Addr)    { o.d.announceAgain(vip, false) }
+func (o owners) Served(member bool, at time.Time) {
+	o.d.node.Served(member, at)
+	o.d.effects()
+}
+
+// effects carries out what the core decided (vrrp.Node.Apply) and
+// follows its state changes.
 func (d *daemon) effects() {
-	for _, e := range d.core.Ready() {
-		switch e.Kind {
-		case vrrp.Advertise:
-			d.advertise(e.Priority)
-		case vrrp.Ask: // the guard's ProbeNow; the probes go out as the event settles (daemon.settle runs the guard's round)
-			if d.guard != nil {
-				d.guard.ProbeNow()
-			}
-		case vrrp.Decide:
-			for _, vip := range d.vips {
-				if e.Hold {
-					d.loop.Hold(vip)
-				} else {
-					d.loop.Set(vip, false)
-				}
-			}
-			d.poke("decide")
-		case vrrp.Report:
+	for _, e := range d.node.Apply(d.h.s.w.now) {
+		if e.Kind == vrrp.Report {
 			d.changed(e.To, e.Reason, e.At)
 		}
 	}
 }
 
-// advertise sends the first family's advertisement (the only one the
-// elections read), to each unicast peer or to the group.
-func (d *daemon) advertise(priority uint8) {
-	f := frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: d.coreCfg.Advertisement(priority, 0)}
+// decide is the agent's Hold and Release of a VIP, which the reconcile
+// loop carries out.
+func (d *daemon) decide(vip netip.Prefix, hold bool) {
+	if hold {
+		d.loop.Hold(vip)
+	} else {
+		d.loop.Set(vip, false)
+	}
+	d.poke("decide")
+}
+
+// vrrpWire is the instance's transport of the k-th VIP on the segment
+// (vrrp.Conn): only the first family's advertisements are modelled, the
+// ones the elections read.
+type vrrpWire struct {
+	d     *daemon
+	k     int
+	index int // the interface it is open on
+}
+
+func (v *vrrpWire) Primary() (netip.Addr, error) { return v.d.h.ip, nil }
+
+// Send advertises to each unicast peer or to the group.
+func (v *vrrpWire) Send(a *vrrp.Advertisement, _ netip.Addr) error {
+	d := v.d
+	if v.k > 0 || !d.alive() {
+		return nil
+	}
+	f := frame{kind: advert, from: d.h, mac: d.h.mac, ip: d.h.ip, adv: *a}
 	if len(d.cfg.Peers) == 0 {
 		d.h.s.seg.send(f)
-		return
+		return nil
 	}
 	for _, p := range d.cfg.PeersOf(false) {
 		for _, o := range d.h.s.group {
@@ -504,7 +509,34 @@ func (d *daemon) advertise(priority uint8) {
 			}
 		}
 	}
+	return nil
 }
+
+func (v *vrrpWire) Receive() (vrrp.Advertisement, netip.Addr, error) {
+	return vrrp.Advertisement{}, netip.Addr{}, net.ErrClosed // the segment hands frames to receive
+}
+
+// Refresh follows the interface made again (a new index); vrrp.ErrGone
+// while it does not exist.
+func (v *vrrpWire) Refresh() (bool, error) {
+	switch h := v.d.h; {
+	case !h.iface:
+		return false, vrrp.ErrGone
+	case h.index != v.index:
+		v.index = h.index
+		return true, nil
+	}
+	return false, nil
+}
+
+func (v *vrrpWire) Carrier() (bool, error) {
+	if !v.d.h.iface {
+		return false, errNoDevice
+	}
+	return v.d.h.linked(), nil
+}
+func (v *vrrpWire) Pending() bool { return false }
+func (v *vrrpWire) Close() error  { return nil }
 
 // changed follows the core's state for the announcer (leading) and checks
 // the invariants a takeover must keep.

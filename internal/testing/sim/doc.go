@@ -1,8 +1,9 @@
 // Package sim is a deterministic simulation of a group of novaedge-cpvip
 // nodes in L2 mode: the real decision code of each node — the health
 // checker's rule from results to transitions (health.Judge), the VRRP
-// instance's Core with its health vote (Core.Health), Fault and Resume
-// paths, the address conflict guard (internal/acd's Guard and
+// instance's Node (its Core with the health vote, Fault and Resume paths,
+// the carrying out of its effects) over transports of the segment, the
+// address conflict guard (internal/acd's Guard and
 // Known), the reconcile step and its one bind decision (internal/reconcile,
 // internal/bind) over an in-memory address table, and reload
 // (config.Reload) — driven by one virtual clock on a virtual segment that
