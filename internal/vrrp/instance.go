@@ -413,8 +413,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			core.Served(a.member, a.at)
 		case <-i.lapsed:
 			i.drain(core, packets)
-			core.Timeout(time.Now())
-			core.Lapsed(time.Now())
+			n.Lapsed(time.Now())
 		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
 			i.drain(core, packets)
 			core.Timeout(time.Now())

@@ -48,6 +48,14 @@ func (n *Node) Link(now time.Time) {
 	n.carrier(now)
 }
 
+// Lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): due
+// timers run first, then the election binds it again if still master
+// (Core.Lapsed). The driver hands over what the kernel queued before.
+func (n *Node) Lapsed(now time.Time) {
+	n.core.Timeout(now)
+	n.core.Lapsed(now)
+}
+
 // Served hands the election an answer for a VIP seen at at (acd's Served
 // note), if it answers the latest question (Instance.answers).
 func (n *Node) Served(member bool, at time.Time) {

@@ -203,8 +203,7 @@ func (d *daemon) step() {
 	d.linkUp = d.loop.Pass(d.linkUp)
 	d.armRenew()
 	if d.lapsed { // the election, once it has read what was queued (freeze.go), binds it again if still master
-		d.core.Timeout(d.h.s.w.now)
-		d.core.Lapsed(d.h.s.w.now)
+		d.node.Lapsed(d.h.s.w.now)
 		d.effects()
 		d.settle()
 	}
