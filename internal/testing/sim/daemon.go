@@ -53,6 +53,10 @@ type daemon struct {
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
 	linkUp  bool
+	// checkIdle: the health checker waits for its next check, the one of
+	// generation checkGen (an earlier one is void).
+	checkIdle bool
+	checkGen  int
 	// masterSince: when the core last became master; zero: it is not.
 	masterSince time.Time
 
@@ -284,19 +288,30 @@ func (d *daemon) wanted(vip netip.Addr) bool { return d.loop.Wanted(vip) }
 
 // check runs one health check and schedules the next (health.Checker.Run).
 func (d *daemon) check() {
+	d.checkIdle = false
 	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
 	d.after(took, "health result", func() {
 		d.observe(r)
 		next := d.judge.Next(d.cfg.HealthInterval, d.cfg.HealthFastInterval)
-		d.after(max(0, next-took), "health check", d.check)
+		d.checkIdle, d.checkGen = true, d.checkGen+1
+		gen := d.checkGen
+		d.after(max(0, next-took), "health check", func() {
+			if d.checkGen == gen {
+				d.check()
+			}
+		})
 	})
 }
 
-// checkNow is a check at once: the apiserver closed the kept connection.
-// The running check loop goes on; this result counts like any other.
+// checkNow is the apiserver closing the kept connection: a checker
+// waiting for its next check checks at once, and counts from there
+// (health.Checker.Run's idle wait ends); one checking sees its own result.
 func (d *daemon) checkNow() {
-	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
-	d.after(took, "health result (connection closed)", func() { d.observe(r) })
+	if !d.checkIdle {
+		return
+	}
+	d.checkGen++
+	d.check()
 }
 
 // observe hands a result to the checker's rule and its transition to the
