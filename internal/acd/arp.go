@@ -78,10 +78,11 @@ func Probe4(mac net.HardwareAddr, vip netip.Addr) (*arp.Packet, error) {
 	return arp.NewPacket(arp.OperationRequest, mac, netip.IPv4Unspecified(), make(net.HardwareAddr, len(mac)), vip)
 }
 
-// Read implements Wire. It reads the frames itself: arp.Client's Read
-// returns a frame it cannot parse as an error, and a wire that ended on
-// every malformed frame carrying the VIP would let a few such frames a
-// second switch the check off (issue 32 finding 5).
+// Read implements Wire. A frame that does not parse claims nothing and is
+// skipped, never an error that ends the wire: a few malformed frames
+// carrying the VIP a second would switch the check off. So it reads the
+// frames itself, as arp.Client's Read returns such a frame as an error
+// (TestMalformedFramesDoNotEndTheWire).
 func (w *arpWire) Read() (Claim, error) {
 	buf := make([]byte, 1500)
 	for {

@@ -87,8 +87,8 @@ type Conflict struct {
 	reported bool
 }
 
-// Guard judges whether another host answers for each VIP. Verdict and Conflicts may be
-// called from any goroutine.
+// Guard judges whether another host answers for each VIP. Tell, Verdict and
+// Conflicts may be called from any goroutine.
 type Guard struct {
 	open func(vip netip.Addr) (Wire, error)
 	id   Identity
@@ -123,24 +123,6 @@ type Guard struct {
 	Detected, Defended atomic.Uint64
 }
 
-type vipState struct {
-	want      bool      // this node should hold the VIP
-	probed    time.Time // the latest probe sent
-	tried     time.Time // the latest probe due, sent or not (schedules the next)
-	claim     *Conflict // the outstanding conflict; nil: free
-	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
-	wire      Wire
-	unchecked bool      // the wire has failed for UncheckedAfter: the VIP is not checked
-	failing   time.Time // since when the wire fails to open or to send; zero: it works
-	denied    bool      // Verdict's latest answer was not Clear for a VIP this node should hold
-	quiet     int       // probes in a row that went unanswered (by others than us and our group)
-	checked   bool      // a probe went unanswered since the check started or the link last changed
-	counted   time.Time // the latest probe counted in quiet
-	contested time.Time // the latest Contested note
-	bound     bool      // the kernel has the VIP bound here (Verdict)
-	defended  time.Time // when this node last defended the VIP against another host
-}
-
 // NewGuard returns a guard for vips; open opens a VIP's wire. What it has
 // to tell the rest of the node it notes (Notes).
 func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identity,
@@ -148,82 +130,9 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 	g := &Guard{open: open, id: id, now: now, log: log, noted: make(chan struct{}, 1),
 		vips: map[netip.Addr]*vipState{}, wake: make(chan struct{}, 1)}
 	for _, v := range vips {
-		g.vips[v] = &vipState{}
+		g.vips[v] = &vipState{verdict: bind.Unprobed}
 	}
 	return g
-}
-
-// Verdict records whether this node should hold vip (want) and returns the
-// check's verdict on it (bind.Decide makes the decision from it):
-//   - Claimed: another host answers for it (after one did, FreeAfter probes
-//     in a row must go unanswered before it is free);
-//   - Clear: no other host answers and the latest probe went unanswered —
-//     at a takeover, the one of the last second; or the VIP is not checked
-//     (unknown to the guard, or its wire has failed for UncheckedAfter: a
-//     claim it can no longer confirm is dropped, as a fault in the check
-//     must not keep the VIP down);
-//   - Unprobed: no answer known, but no probe has gone unanswered since
-//     the check started or the link last changed.
-func (g *Guard) Verdict(vip netip.Addr, want, bound bool) bind.Check {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.vips[vip]
-	if !ok {
-		return bind.Clear
-	}
-	if s.want != want {
-		s.want = want
-		g.kick()
-	}
-	s.bound = bound
-	g.settle(s)
-	v := bind.Clear
-	switch {
-	case s.unchecked:
-		if s.claim != nil {
-			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", s.claim.MAC.String())
-			s.claim = nil
-		}
-		s.replaced = nil
-	case s.claim != nil && !g.free(vip, s) && s.claim.defended():
-		v = bind.Defended
-	case s.claim != nil && !g.free(vip, s):
-		v = bind.Claimed
-		if want {
-			g.report(s)
-		}
-	case !s.checked:
-		v = bind.Unprobed
-	}
-	s.denied = want && v != bind.Clear
-	return v
-}
-
-// settle counts the latest probe once its answer wait is over.
-func (g *Guard) settle(s *vipState) {
-	if s.probed.IsZero() || s.counted.Equal(s.probed) || g.now().Sub(s.probed) < AnswerWait {
-		return
-	}
-	s.counted = s.probed
-	if s.claim == nil || s.claim.Last.Before(s.probed) {
-		s.quiet++
-		s.checked = true
-	} else {
-		s.quiet = 0
-	}
-}
-
-// free clears a conflict once FreeAfter probes in a row went unanswered.
-func (g *Guard) free(vip netip.Addr, s *vipState) bool {
-	if s.quiet < FreeAfter {
-		return false
-	}
-	if s.claim.reported {
-		g.log.Info("No other host answers for the VIP any more", "address", vip, "mac", s.claim.MAC.String(),
-			"conflict_for", g.now().Sub(s.claim.Since).Round(time.Millisecond))
-	}
-	s.claim, s.replaced = nil, nil
-	return true
 }
 
 // Observe records that mac answered for vip or announced it.
@@ -253,24 +162,24 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		g.mu.Unlock()
 		return
 	}
-	now := g.now()
-	if s.claim == nil || !slices.Equal(s.claim.MAC, mac) {
-		s.replaced = s.claim
-		s.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
+	now, o := g.now(), &s.others
+	if o.claim == nil || !slices.Equal(o.claim.MAC, mac) {
+		o.replaced = o.claim
+		o.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
 		g.kick()
-	} else if s.probed.After(s.claim.Since) && !s.claim.defended() {
+	} else if s.probes.sent.After(o.claim.Since) && !o.claim.defended() {
 		g.report(s) // it answered a probe sent after its first answer
 	}
-	s.claim.Last = now
-	defend := s.want && s.bound && (s.defended.IsZero() || now.Sub(s.defended) >= DefendInterval)
+	o.claim.Last = now
+	want := s.node.want
+	defend := want && s.node.bound && (o.defended.IsZero() || now.Sub(o.defended) >= DefendInterval)
 	switch {
 	case defend:
-		s.defended, s.claim.defence = now, now
-	case s.want:
+		o.defended, o.claim.defence = now, now
+	case want:
 		g.report(s)
 	}
-	s.quiet = 0
-	want := s.want
+	s.probes.quiet = 0
 	g.mu.Unlock()
 	if defend {
 		g.log.Warn("Another host answered for the VIP: defending it (RFC 5227), releasing it if it answers again", "address", vip,
@@ -293,9 +202,9 @@ func (g *Guard) contest(vip netip.Addr) {
 	g.mu.Lock()
 	s, ok := g.vips[vip]
 	now := g.now()
-	call := ok && s.want && now.Sub(s.contested) >= ProbeEvery
+	call := ok && s.node.want && now.Sub(s.others.contested) >= ProbeEvery
 	if call {
-		s.contested = now
+		s.others.contested = now
 	}
 	g.mu.Unlock()
 	if call {
@@ -305,14 +214,14 @@ func (g *Guard) contest(vip netip.Addr) {
 
 // report logs and counts s's claim, once; under mu.
 func (g *Guard) report(s *vipState) {
-	c := s.claim
+	c := s.others.claim
 	if c.reported {
 		return
 	}
 	c.reported = true
 	g.Detected.Add(1)
 	action := "not binding it until it stops"
-	if s.want {
+	if s.node.want {
 		action = "releasing it until it stops"
 	}
 	g.log.Warn("Another host answers for the VIP", "address", c.VIP, "mac", c.MAC.String(), "action", action,
@@ -328,17 +237,16 @@ func (g *Guard) settling() bool {
 
 // forgetMembers drops the conflicts of hosts since known to be ours: a
 // member whose advertisement or neighbour entry came after its answer. A
-// VIP this node should hold is decided again at once (the simulation,
-// seed 12062: it waited for the next periodic pass, 5 s with no holder).
-// A stranger's claim the member's answer replaced comes back (the
-// simulation, seed 2999: a stranger's claim, then a keepalived member
-// taking over announced the VIP, its MAC still unknown; learned, it was
-// forgotten and the stranger's address bound).
+// VIP this node should hold that this frees is decided again at once (a
+// Changed note), not once the latest probe's answer wait is over
+// (testdata/guard/member-learned-late.txt). A stranger's claim that the
+// member's answer replaced comes back: the VIP stays the stranger's
+// (testdata/guard/stranger-behind-member.txt).
 func (g *Guard) forgetMembers() {
 	g.mu.Lock()
 	var macs []net.HardwareAddr
 	for _, s := range g.vips {
-		for _, c := range []*Conflict{s.claim, s.replaced} {
+		for _, c := range []*Conflict{s.others.claim, s.others.replaced} {
 			if c != nil {
 				macs = append(macs, c.MAC)
 			}
@@ -358,17 +266,18 @@ func (g *Guard) forgetMembers() {
 	g.mu.Lock()
 	for _, vip := range slices.SortedFunc(maps.Keys(g.vips), netip.Addr.Compare) { // logged in one order
 		s := g.vips[vip]
-		if s.replaced != nil && ours[string(s.replaced.MAC)] {
-			s.replaced = nil
+		o := &s.others
+		if o.replaced != nil && ours[string(o.replaced.MAC)] {
+			o.replaced = nil
 		}
-		if s.claim == nil || !ours[string(s.claim.MAC)] {
+		if o.claim == nil || !ours[string(o.claim.MAC)] {
 			continue
 		}
-		if s.claim.reported {
-			g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", s.claim.MAC.String())
+		if o.claim.reported {
+			g.log.Info("The host that answered for the VIP is a router of our group", "address", vip, "mac", o.claim.MAC.String())
 		}
-		s.claim, s.replaced = s.replaced, nil
-		freed = freed || s.want && s.claim == nil
+		o.claim, o.replaced = o.replaced, nil
+		freed = freed || s.node.want && o.claim == nil
 	}
 	g.mu.Unlock()
 	if freed {
@@ -382,8 +291,8 @@ func (g *Guard) Conflicts() []Conflict {
 	defer g.mu.Unlock()
 	var out []Conflict
 	for _, s := range g.vips {
-		if s.claim != nil && s.claim.reported {
-			out = append(out, *s.claim)
+		if c := s.others.claim; c != nil && c.reported {
+			out = append(out, *c)
 		}
 	}
 	slices.SortFunc(out, func(a, b Conflict) int { return a.VIP.Compare(b.VIP) })
@@ -394,13 +303,12 @@ func (g *Guard) Conflicts() []Conflict {
 // again): what the probes said before is void and every VIP is probed at
 // once, as RFC 5227 section 2.1 asks of a host whose link changed; its wire
 // gets a fresh start. A VIP not bound is bound again only after a probe on
-// the link as it is now went unanswered (the simulation, seed 31: a master
-// whose carrier flapped bound the VIP on a probe from before the flap, past
-// a host that had taken it meanwhile).
+// the link as it is now went unanswered: a host that took the VIP while
+// our link was down answers it (testdata/guard/link-change.txt).
 func (g *Guard) LinkChanged() {
 	g.mu.Lock()
 	for _, s := range g.vips {
-		s.tried, s.checked, s.failing = time.Time{}, false, time.Time{}
+		s.probes.tried, s.probes.checked, s.wire.failing = time.Time{}, false, time.Time{}
 	}
 	g.mu.Unlock()
 	g.kick()
@@ -424,8 +332,8 @@ func (g *Guard) askProbes() {
 	g.mu.Lock()
 	var wires []Wire
 	for _, s := range g.vips {
-		if g.asked && s.wire != nil {
-			wires = append(wires, s.wire)
+		if g.asked && s.wire.conn != nil {
+			wires = append(wires, s.wire.conn)
 		}
 	}
 	g.asked = false

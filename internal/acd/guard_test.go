@@ -79,6 +79,13 @@ func newHarness() *harness {
 	return h
 }
 
+// verdict tells the guard what the reconcile step would (Tell) and reads
+// its verdict, as the step does.
+func (h *harness) verdict(vip netip.Addr, want, bound bool) bind.Check {
+	h.g.Tell(vip, want, bound)
+	return h.g.Verdict(vip)
+}
+
 func (h *harness) advance(d time.Duration) time.Time {
 	h.now = h.now.Add(d)
 	return h.g.Round()
@@ -86,24 +93,24 @@ func (h *harness) advance(d time.Duration) time.Time {
 
 func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 	h := newHarness()
-	if h.g.Verdict(vip, true, false) == bind.Clear {
+	if h.verdict(vip, true, false) == bind.Clear {
 		t.Fatal("never probed: must not be bound yet")
 	}
 	next := h.advance(0)
-	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true, false) == bind.Clear) {
+	if h.w.count() != 1 || next.Sub(h.now) != AnswerWait || (h.verdict(vip, true, false) == bind.Clear) {
 		t.Fatalf("%d probes, next in %v (want 1, %v), or allowed before the answer wait", h.w.count(), next.Sub(h.now), AnswerWait)
 	}
 	h.advance(AnswerWait)
-	if h.n().changed != 1 || !(h.g.Verdict(vip, true, false) == bind.Clear) {
+	if h.n().changed != 1 || !(h.verdict(vip, true, false) == bind.Clear) {
 		t.Fatalf("unanswered probe: changed %d, must be allowed", h.n().changed)
 	}
-	h.g.Verdict(vip, false, false)
+	h.verdict(vip, false, false)
 	h.advance(ProbeEvery)
 	if h.w.count() != 2 {
 		t.Fatalf("backup after a second: %d probes, want 2", h.w.count())
 	}
 	// A takeover: the latest probe went unanswered, so bind at once.
-	if !(h.g.Verdict(vip, true, false) == bind.Clear) {
+	if !(h.verdict(vip, true, false) == bind.Clear) {
 		t.Fatal("a takeover must not wait for a probe")
 	}
 	h.advance(ProbeEvery)
@@ -112,31 +119,61 @@ func TestProbesEverySecondAndBindsOnlyAfterAnUnansweredProbe(t *testing.T) {
 	}
 }
 
+// TestVerdictOnlyReads: Verdict returns what the latest Tell judged and
+// changes nothing; a VIP never judged is Unprobed, one the guard does not
+// check is Clear.
+func TestVerdictOnlyReads(t *testing.T) {
+	h := newHarness()
+	if v := h.g.Verdict(vip); v != bind.Unprobed {
+		t.Fatalf("never judged: %v, want unprobed", v)
+	}
+	h.advance(0)
+	h.now = h.now.Add(AnswerWait) // the probe went unanswered
+	if v := h.g.Verdict(vip); v != bind.Unprobed {
+		t.Fatalf("read after an unanswered probe: %v, want unprobed until a Tell judges it", v)
+	}
+	h.g.Tell(vip, true, false)
+	if v := h.g.Verdict(vip); v != bind.Clear {
+		t.Fatalf("judged after an unanswered probe: %v, want clear", v)
+	}
+	h.g.Observe(vip, Claim{MAC: foreign})
+	if v := h.g.Verdict(vip); v != bind.Clear {
+		t.Fatalf("read after another host's answer: %v, want clear until a Tell judges it", v)
+	}
+	h.g.Tell(vip, true, false)
+	if v, again := h.g.Verdict(vip), h.g.Verdict(vip); v != bind.Claimed || again != v {
+		t.Fatalf("judged after another host's answer: %v then %v, want claimed", v, again)
+	}
+	if v := h.g.Verdict(netip.MustParseAddr("192.0.2.200")); v != bind.Clear {
+		t.Fatalf("a VIP the guard does not check: %v, want clear", v)
+	}
+}
+
 func TestBoundVIPStaysAtStart(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(vip, true, false) != bind.Claimed) {
+	if !(h.verdict(vip, true, false) != bind.Claimed) {
 		t.Fatal("a VIP bound at start (resumed) must stay while nobody else answers")
 	}
 }
 
 func TestOwnAndMembersAnswersAreNoConflict(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false, false)
+	h.verdict(vip, false, false)
 	h.advance(0)
 	h.g.Observe(vip, Claim{MAC: selfMAC})
 	h.g.Observe(vip, Claim{MAC: member}) // a master handing over still holds the VIP
 	h.now = h.now.Add(AnswerWait)
-	if !(h.g.Verdict(vip, true, false) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
+	if !(h.verdict(vip, true, false) == bind.Clear) || len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("ours and members' answers blocked the VIP: %v", h.g.Conflicts())
 	}
 }
 
 func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false, false)
+	h.verdict(vip, false, false)
 	h.advance(0)
 	h.g.Observe(vip, Claim{MAC: foreign}) // answers the backup's probe
-	if h.g.Verdict(vip, true, false) == bind.Clear {
+	if h.verdict(vip, true, false) == bind.Clear {
 		t.Fatal("elected while another host answers: must not bind")
 	}
 	// Blocked: probed every BlockedEvery while it answers.
@@ -151,7 +188,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	h.now = h.now.Add(time.Millisecond)
 	h.g.Observe(vip, Claim{MAC: foreign})
 	h.advance(AnswerWait - time.Millisecond)
-	if h.g.Verdict(vip, true, false) == bind.Clear {
+	if h.verdict(vip, true, false) == bind.Clear {
 		t.Fatal("answered again: must stay blocked")
 	}
 	if c := h.g.Conflicts(); len(c) != 1 || c[0].MAC.String() != foreign.String() || h.g.Detected.Load() != 1 {
@@ -160,7 +197,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 	// It lets go: FreeAfter probes in a row go unanswered.
 	for k := range FreeAfter {
 		next = h.advance(BlockedEvery - AnswerWait)
-		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.g.Verdict(vip, true, false) == bind.Clear) {
+		if h.w.count() != 3+k || next.Sub(h.now) != AnswerWait || (h.verdict(vip, true, false) == bind.Clear) {
 			t.Fatalf("probe sent: %d probes, next in %v, or allowed before the answer wait", h.w.count(), next.Sub(h.now))
 		}
 		changed := h.n().changed
@@ -168,7 +205,7 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 		if h.n().changed != changed+1 {
 			t.Fatal("the end of the answer wait must wake the loop")
 		}
-		if free := (h.g.Verdict(vip, true, false) == bind.Clear); free != (k == FreeAfter-1) {
+		if free := (h.verdict(vip, true, false) == bind.Clear); free != (k == FreeAfter-1) {
 			t.Fatalf("after %d unanswered probes: allowed %v", k+1, free)
 		}
 	}
@@ -179,18 +216,18 @@ func TestForeignHostBlocksUntilProbesGoUnanswered(t *testing.T) {
 
 func TestForeignClaimWhileHoldingReleases(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(vip, true, false) != bind.Claimed) {
+	if !(h.verdict(vip, true, false) != bind.Claimed) {
 		t.Fatal("not allowed")
 	}
 	h.g.Observe(vip, Claim{MAC: foreign}) // its gratuitous ARP
-	if h.n().changed != 1 || (h.g.Verdict(vip, true, false) != bind.Claimed) {
+	if h.n().changed != 1 || (h.verdict(vip, true, false) != bind.Claimed) {
 		t.Fatalf("a foreign claim while holding: changed %d, still allowed", h.n().changed)
 	}
 }
 
 func TestUnknownVIPIsAllowed(t *testing.T) {
 	h := newHarness()
-	if !(h.g.Verdict(netip.MustParseAddr("2001:db8::1"), true, false) == bind.Clear) {
+	if !(h.verdict(netip.MustParseAddr("2001:db8::1"), true, false) == bind.Clear) {
 		t.Fatal("a VIP without a guard must be allowed")
 	}
 }
@@ -232,7 +269,7 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 	if w.count() != 1 || next.Sub(h.now) != ProbeEvery {
 		t.Fatalf("%d attempts, next in %v; want 1 and %v (not at once)", w.count(), next.Sub(h.now), ProbeEvery)
 	}
-	if h.g.Verdict(vip, true, false) == bind.Clear {
+	if h.verdict(vip, true, false) == bind.Clear {
 		t.Fatal("a probe that was never sent must not allow the VIP")
 	}
 }
@@ -243,14 +280,14 @@ func TestFailingWireIsRetriedOnSchedule(t *testing.T) {
 func TestClaimOnAWireThatCannotReopenIsDropped(t *testing.T) {
 	h := newHarness()
 	h.g.Observe(vip, Claim{MAC: foreign})
-	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
+	if v := h.verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("verdict %v, want claimed", v)
 	}
 	h.g.Attach(vip, &failingWire{})
 	for range 12 {
 		h.advance(ProbeEvery)
 	}
-	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
+	if v := h.verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after %v of a failing wire: verdict %v, conflicts %v; want clear, none", UncheckedAfter, v, h.g.Conflicts())
 	}
 }
@@ -264,12 +301,12 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 	h := newHarness()
 	h.advance(0)
 	h.advance(AnswerWait)
-	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
+	if v := h.verdict(vip, true, false); v != bind.Clear {
 		t.Fatalf("after an unanswered probe: %v, want clear", v)
 	}
 	n := h.w.count()
 	h.g.LinkChanged() // carrier back
-	if v := h.g.Verdict(vip, true, false); v != bind.Unprobed {
+	if v := h.verdict(vip, true, false); v != bind.Unprobed {
 		t.Fatalf("after the link changed: %v, want unprobed", v)
 	}
 	h.advance(0)
@@ -277,7 +314,7 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 		t.Fatal("a link that changed must be probed at once")
 	}
 	h.advance(AnswerWait)
-	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
+	if v := h.verdict(vip, true, false); v != bind.Clear {
 		t.Fatalf("after the new probe went unanswered: %v, want clear", v)
 	}
 }
@@ -287,7 +324,7 @@ func TestLinkChangeVoidsEarlierProbes(t *testing.T) {
 // simulation, seed 717).
 func TestUncheckedWakesTheLoop(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, true, false)
+	h.verdict(vip, true, false)
 	h.g.Attach(vip, &failingWire{})
 	before := h.n().changed
 	for range 11 {
@@ -308,7 +345,7 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 	if len(h.n().contested) != 0 {
 		t.Fatalf("contested %v while this node should not hold the VIP", h.n().contested)
 	}
-	h.g.Verdict(vip, true, true)
+	h.verdict(vip, true, true)
 	h.g.Observe(vip, Claim{MAC: selfMAC, Announced: true})
 	h.g.Observe(vip, Claim{MAC: member}) // an answer to our probe
 	if len(h.n().contested) != 0 {
@@ -334,14 +371,14 @@ func TestMemberAnnouncingOurVIPIsContested(t *testing.T) {
 func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	h := newHarness()
 	h.g.DefendWait = 700 * time.Millisecond
-	h.g.Verdict(vip, true, true)
+	h.verdict(vip, true, true)
 	h.advance(0) // a probe, unanswered
 	h.advance(AnswerWait)
-	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
+	if v := h.verdict(vip, true, true); v != bind.Clear {
 		t.Fatalf("verdict %v before any answer", v)
 	}
 	h.g.Observe(vip, Claim{MAC: foreign}) // a backup's gratuitous ARP before its advertisement, say
-	if v := h.g.Verdict(vip, true, true); v != bind.Defended || h.n().defences != 1 {
+	if v := h.verdict(vip, true, true); v != bind.Defended || h.n().defences != 1 {
 		t.Fatalf("after one answer: %v, %d defences; want defended, 1", v, h.n().defences)
 	}
 	if len(h.g.Conflicts()) != 0 {
@@ -355,7 +392,7 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	}
 	h.advance(time.Second)
 	h.g.Observe(vip, Claim{MAC: foreign})
-	if v := h.g.Verdict(vip, true, true); v != bind.Claimed || h.n().defences != 1 {
+	if v := h.verdict(vip, true, true); v != bind.Claimed || h.n().defences != 1 {
 		t.Fatalf("after a second answer: %v, %d defences; want claimed, 1", v, h.n().defences)
 	}
 	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Claimed, Bound: true}); hold {
@@ -364,21 +401,21 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 	// Quiet long enough: free; a new answer past DefendInterval is defended again.
 	for range 40 {
 		h.advance(50 * time.Millisecond)
-		h.g.Verdict(vip, true, true)
+		h.verdict(vip, true, true)
 	}
 	h.advance(DefendInterval)
-	if v := h.g.Verdict(vip, true, true); v != bind.Clear {
+	if v := h.verdict(vip, true, true); v != bind.Clear {
 		t.Fatalf("verdict %v after the other host went quiet", v)
 	}
 	h.g.Observe(vip, Claim{MAC: foreign})
-	if v := h.g.Verdict(vip, true, true); v != bind.Defended || h.n().defences != 2 {
+	if v := h.verdict(vip, true, true); v != bind.Defended || h.n().defences != 2 {
 		t.Fatalf("after DefendInterval: %v, %d defences; want defended, 2", v, h.n().defences)
 	}
 
 	u := newHarness() // elected, not bound: never bound while another host answers
-	u.g.Verdict(vip, true, false)
+	u.verdict(vip, true, false)
 	u.g.Observe(vip, Claim{MAC: foreign})
-	if v := u.g.Verdict(vip, true, false); v != bind.Claimed || u.n().defences != 0 {
+	if v := u.verdict(vip, true, false); v != bind.Claimed || u.n().defences != 0 {
 		t.Fatalf("verdict %v for a VIP not bound another host answers for", v)
 	}
 	if hold, _ := bind.Decide(bind.Inputs{Election: bind.Elected, Check: bind.Defended, Bound: false}); hold {
@@ -395,7 +432,7 @@ func TestHeldVIPIsDefendedOnce(t *testing.T) {
 // silent never heard it advertise) — ours is not.
 func TestProbeNowAndServed(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false, false)
+	h.verdict(vip, false, false)
 	h.advance(0)
 	if h.w.count() != 1 {
 		t.Fatalf("%d probes, want 1", h.w.count())
@@ -427,7 +464,7 @@ func TestProbeNowAndServed(t *testing.T) {
 // when it waited for the asking probe's answer).
 func TestProbeNowDoesNotHoldATakeover(t *testing.T) {
 	h := newHarness()
-	h.g.Verdict(vip, false, false)
+	h.verdict(vip, false, false)
 	h.advance(0)
 	h.advance(AnswerWait)
 	h.g.ProbeNow()
@@ -436,7 +473,7 @@ func TestProbeNowDoesNotHoldATakeover(t *testing.T) {
 		t.Fatalf("%d probes, want the periodic one and the asked one", h.w.count())
 	}
 	h.now = h.now.Add(50 * time.Millisecond)
-	if v := h.g.Verdict(vip, true, false); v != bind.Clear {
+	if v := h.verdict(vip, true, false); v != bind.Clear {
 		t.Fatalf("takeover 50 ms after the asking probe: %v, want clear at once", v)
 	}
 }

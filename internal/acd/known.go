@@ -248,7 +248,7 @@ func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 // ours — the member still has it unless told otherwise — but the member is
 // resolved again at its next advertisement (Heard): a member whose
 // interface was made again while we had no entry for it answers from a
-// MAC we must learn (the simulation, seed 25115).
+// MAC we must learn (testdata/guard/member-remade.txt).
 func (k *Known) NeighGone(ip netip.Addr) {
 	ip = ip.Unmap().WithZone("")
 	k.mu.Lock()

@@ -169,7 +169,7 @@ func heardNotResolved() (*harness, *Known) {
 func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 	h, k := heardNotResolved()
 	h.g.Observe(vip, Claim{MAC: member})
-	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
+	if v := h.verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("before the member's entry: %v, want claimed", v)
 	}
 	k.Neigh(peerA, member)
@@ -179,7 +179,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 		t.Fatal("a MAC that became ours must wake the guard")
 	}
 	h.advance(0)
-	if v := h.g.Verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
+	if v := h.verdict(vip, true, false); v != bind.Clear || len(h.g.Conflicts()) != 0 {
 		t.Fatalf("after the member's entry: %v, conflicts %v; want clear at once (the simulation, seed 12062: it waited for a probe)", v, fmt.Sprint(h.g.Conflicts()))
 	}
 	if h.n().changed == 0 {
@@ -195,7 +195,7 @@ func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	h := newHarness()
 	k, _ := newKnown()
 	h.g.id = k
-	h.g.Verdict(vip, false, false) // a backup
+	h.verdict(vip, false, false) // a backup
 	h.g.Observe(vip, Claim{MAC: member})
 	if len(h.g.Conflicts()) != 0 || h.g.Detected.Load() != 0 {
 		t.Fatalf("reported %v before it mattered", h.g.Conflicts())
@@ -249,7 +249,7 @@ func TestStrangersClaimOutlivesAMemberLearnedLater(t *testing.T) {
 	h.g.Observe(vip, Claim{MAC: member, Announced: true})
 	k.Neigh(peerA, member)
 	h.advance(0)
-	if v := h.g.Verdict(vip, true, false); v != bind.Claimed {
+	if v := h.verdict(vip, true, false); v != bind.Claimed {
 		t.Fatalf("after the member's entry: %v, want claimed (the stranger's answer)", v)
 	}
 	if cs := h.g.Conflicts(); len(cs) != 1 || !slices.Equal(cs[0].MAC, foreign) {

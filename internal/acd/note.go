@@ -20,8 +20,8 @@ type NoteKind int
 
 // The notes.
 const (
-	// Changed: a verdict may have changed; the reconcile loop asks Verdict
-	// again.
+	// Changed: a verdict may have changed; the reconcile loop judges it
+	// again (Tell) and reads it (Verdict).
 	Changed NoteKind = iota
 	// Contested: another router of our group announced VIP, which this
 	// node should hold (at most once a ProbeEvery per VIP): the neighbours

@@ -93,7 +93,7 @@ func (g *Guard) Round() time.Time {
 	}
 	next, freeing := g.schedule(now)
 	if freeing {
-		g.note(Note{Kind: Changed}) // a probe went unanswered: Verdict frees the VIP
+		g.note(Note{Kind: Changed}) // a probe went unanswered: Tell frees the VIP
 	}
 	return next
 }
@@ -109,10 +109,10 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 		}
 	}
 	for _, s := range g.vips {
-		g.settle(s)
+		s.probes.count(g.now(), s.others.claim)
 		soonest(s.nextProbe(g.DefendWait))
-		if s.denied && (s.claim == nil || s.probed.After(s.claim.Last)) {
-			if end := s.probed.Add(AnswerWait); end.After(now) {
+		if s.denied() && (s.others.claim == nil || s.probes.sent.After(s.others.claim.Last)) {
+			if end := s.probes.sent.Add(AnswerWait); end.After(now) {
 				soonest(end)
 			} else {
 				freeing = true
@@ -135,19 +135,21 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // still answers until it hears our advertisement and lets go; our own
 // probe would make that its second answer.
 func (s *vipState) nextProbe(defendWait time.Duration) time.Time {
-	if s.claim != nil && s.claim.defended() {
-		return later(s.tried.Add(BlockedEvery), s.claim.defence.Add(defendWait))
+	c, tried := s.others.claim, s.probes.tried
+	if c != nil && c.defended() {
+		return later(tried.Add(BlockedEvery), c.defence.Add(defendWait))
 	}
-	if s.want && (s.claim != nil || !s.checked) {
-		return s.tried.Add(BlockedEvery)
+	if s.node.want && (c != nil || !s.probes.checked) {
+		return tried.Add(BlockedEvery)
 	}
-	return s.tried.Add(ProbeEvery)
+	return tried.Add(ProbeEvery)
 }
 
 func (g *Guard) probe(vip netip.Addr) {
 	g.mu.Lock()
-	w := g.vips[vip].wire
-	g.vips[vip].tried = g.now()
+	s := g.vips[vip]
+	w := s.wire.conn
+	s.probes.tried = g.now()
 	g.mu.Unlock()
 	if w == nil {
 		return
@@ -157,8 +159,7 @@ func (g *Guard) probe(vip netip.Addr) {
 		return
 	}
 	g.mu.Lock()
-	s := g.vips[vip]
-	s.probed, s.failing, s.unchecked = g.now(), time.Time{}, false
+	s.probes.sent, s.wire.failing, s.wire.unchecked = g.now(), time.Time{}, false
 	g.mu.Unlock()
 }
 
@@ -168,16 +169,17 @@ func (g *Guard) failed(vip netip.Addr, msg string, err error) {
 	g.log.Debug(msg, "address", vip, "error", err)
 	g.mu.Lock()
 	s, now := g.vips[vip], g.now()
-	if s.failing.IsZero() {
-		s.failing = now
+	if s.wire.failing.IsZero() {
+		s.wire.failing = now
 	}
 	changed := false
-	if !s.unchecked && now.Sub(s.failing) >= UncheckedAfter {
-		s.unchecked = true
+	if !s.wire.unchecked && now.Sub(s.wire.failing) >= UncheckedAfter {
+		s.wire.unchecked = true
 		g.log.Warn("Cannot probe for address conflicts: the VIP is bound without the check", "address", vip, "error", err)
-		// The verdict of a VIP we should hold changed (the simulation,
-		// seed 717: it waited for the next periodic pass, up to 5 s more).
-		changed = s.want
+		// The verdict of a VIP we should hold changed: noted at once, not
+		// left to the reconcile loop's periodic pass
+		// (testdata/guard/wire-fails.txt).
+		changed = s.node.want
 	}
 	g.mu.Unlock()
 	if changed {
@@ -231,7 +233,7 @@ func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	if g.closed {
 		return false
 	}
-	g.vips[vip].wire = w
+	g.vips[vip].wire.conn = w
 	return true
 }
 
@@ -241,8 +243,8 @@ func (g *Guard) closeWires() {
 	defer g.mu.Unlock()
 	g.closed = true
 	for _, s := range g.vips {
-		if s.wire != nil {
-			s.wire.Close()
+		if s.wire.conn != nil {
+			s.wire.conn.Close()
 		}
 	}
 }

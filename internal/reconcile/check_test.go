@@ -16,7 +16,8 @@ import (
 // verdicts is a conflict check with a fixed verdict per VIP.
 type verdicts map[netip.Addr]bind.Check
 
-func (v verdicts) Verdict(vip netip.Addr, _, _ bool) bind.Check { return v[vip] }
+func (v verdicts) Tell(netip.Addr, bool, bool)       {}
+func (v verdicts) Verdict(vip netip.Addr) bind.Check { return v[vip] }
 
 // TestResumedVIPSurvivesASettlingCheck: a VIP found bound at start (an
 // earlier run of ours was killed) stays bound when the election resumes it
@@ -116,7 +117,9 @@ type lockedVerdicts struct {
 	v  verdicts
 }
 
-func (l *lockedVerdicts) Verdict(vip netip.Addr, want, _ bool) bind.Check {
+func (l *lockedVerdicts) Tell(netip.Addr, bool, bool) {}
+
+func (l *lockedVerdicts) Verdict(vip netip.Addr) bind.Check {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.v[vip]

@@ -49,11 +49,12 @@ type Change struct {
 // Counts are the totals of each action since start.
 type Counts map[Action]uint64
 
-// Checker is the address conflict check (internal/acd's Guard): its
-// verdict on vip, told whether this node is elected to hold it and whether
-// the kernel has it bound here.
+// Checker is the address conflict check (internal/acd's Guard). Tell says
+// whether this node is elected to hold vip and whether the kernel has it
+// bound here, and has the check judge it; Verdict reads that judgement.
 type Checker interface {
-	Verdict(vip netip.Addr, want, bound bool) bind.Check
+	Tell(vip netip.Addr, want, bound bool)
+	Verdict(vip netip.Addr) bind.Check
 }
 
 // Reconciler corrects the owned VIPs on an interface. It touches no other address.
@@ -191,7 +192,8 @@ func (r *Reconciler) inputs(vip netip.Prefix, elected map[netip.Prefix]bool, bou
 		in.Election = bind.NotElected
 	}
 	if r.check != nil {
-		in.Check = r.check.Verdict(vip.Addr(), want, bound)
+		r.check.Tell(vip.Addr(), want, bound)
+		in.Check = r.check.Verdict(vip.Addr())
 	}
 	return in
 }
