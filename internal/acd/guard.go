@@ -317,9 +317,9 @@ func (g *Guard) LinkChanged() {
 // ProbeNow probes every VIP at once (vrrp's Ask: a backup whose master
 // went silent asks whether its host still answers for them; the answers
 // reach Served). Besides the schedule: the probe is not the latest one of
-// the verdict (a takeover a moment later would wait for its answer,
-// AnswerWait, before binding: the bench saw 100 ms more at a link cut) and
-// does not move the next.
+// the verdict, so a takeover a moment later does not wait for its answer
+// (AnswerWait) before binding, and it does not move the next
+// (TestProbeNowDoesNotHoldATakeover).
 func (g *Guard) ProbeNow() {
 	g.mu.Lock()
 	g.asked = true
