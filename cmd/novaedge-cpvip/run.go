@@ -233,13 +233,12 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	}
 	var known *acd.Known // who we are, for the conflict check; nil without it
 	if cfg.ConflictCheck {
-		known = acd.NewKnown(cfg.Peers, time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) }, nil)
+		known = acd.NewKnown(cfg.Peers, time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) })
 	}
 	var guard *acd.Guard
 	var ask func() // with the conflict check: a backup asks whether its silent master's host answers
 	if known != nil {
 		guard = newGuard(cfg, ifname, known, log)
-		known.SetGrew(guard.Rejudge)
 		ask = guard.ProbeNow
 	}
 	elector, err := buildVRRP(cfg, ifname, resume, known, ask, log)
@@ -262,7 +261,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 	events := watchInterface(ctx, ifname, onLink, log)
 	ann := l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
 	if guard != nil {
-		go relay(ctx, guard, ann, elector)
+		go relay(ctx, known, guard, ann, elector)
 		go guard.Run(ctx)
 	}
 	d := &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
@@ -299,8 +298,9 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Log
 
 // relay hands the conflict check's notes to their owners until ctx ends:
 // a verdict that may have changed to the reconcile loop, a contested or
-// defended VIP to the announcer, another host's answer to the election.
-func relay(ctx context.Context, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
+// defended VIP to the announcer, another host's answer to the election;
+// and a hardware address that became ours to the guard (Rejudge).
+func relay(ctx context.Context, known *acd.Known, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
 	owners := struct {
 		*l2.Announcer
 		*vrrp.Elector
@@ -309,6 +309,9 @@ func relay(ctx context.Context, g *acd.Guard, ann *l2.Announcer, elector *vrrp.E
 		select {
 		case <-ctx.Done():
 			return
+		case <-known.Grew():
+			g.Rejudge()
+			continue
 		case <-g.Noted():
 		}
 		l2node.Relay(g.Notes(), owners)

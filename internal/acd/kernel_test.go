@@ -43,7 +43,7 @@ func TestWatchKernelOutlivesOthersDumps(t *testing.T) {
 			return
 		}
 		ns <- h
-		WatchKernel(ctx, NewKnown(nil, nil, func(netip.Addr) {}, nil), log)
+		WatchKernel(ctx, NewKnown(nil, nil, func(netip.Addr) {}), log)
 	}()
 	h, ok := <-ns
 	if !ok {

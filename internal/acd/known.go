@@ -34,7 +34,7 @@ func MemberFor(interval, restartWait time.Duration) time.Duration {
 // a map read, and a failure to read the kernel keeps what was known.
 type Known struct {
 	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
-	grew    func()           // a MAC became ours: claims judged before may be a member's
+	grew    chan struct{}    // a MAC became ours: claims judged before may be a member's (Grew)
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -58,13 +58,12 @@ type heardAt struct {
 // NewKnown returns the identity of a node whose group has the unicast
 // peers (none: multicast, members are learned as they advertise, Heard).
 // now is the clock (nil: time.Now); resolve asks the kernel to resolve a
-// member's address (NTF_USE); grew is called when a hardware address
-// becomes ours. Either may be nil.
-func NewKnown(peers []netip.Addr, now func() time.Time, resolve func(netip.Addr), grew func()) *Known {
+// member's address (NTF_USE; nil: nothing is asked).
+func NewKnown(peers []netip.Addr, now func() time.Time, resolve func(netip.Addr)) *Known {
 	if now == nil {
 		now = time.Now
 	}
-	k := &Known{resolve: resolve, grew: grew, now: now,
+	k := &Known{resolve: resolve, grew: make(chan struct{}, 1), now: now,
 		own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
 		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]heardAt{}, ours: map[string]bool{}}
 	for _, p := range peers {
@@ -73,13 +72,9 @@ func NewKnown(peers []netip.Addr, now func() time.Time, resolve func(netip.Addr)
 	return k
 }
 
-// SetGrew sets the callback of a hardware address becoming ours (before
-// events arrive: the guard is built after the identity).
-func (k *Known) SetGrew(grew func()) {
-	k.mu.Lock()
-	k.grew = grew
-	k.mu.Unlock()
-}
+// Grew receives when a hardware address became ours since it last did:
+// claims judged before may be a member's (Guard.Rejudge).
+func (k *Known) Grew() <-chan struct{} { return k.grew }
 
 // Ours implements Identity.
 func (k *Known) Ours(mac net.HardwareAddr) bool {
@@ -276,11 +271,13 @@ func (k *Known) rebuild() bool {
 	return grew
 }
 
+// after says Grew when grew.
 func (k *Known) after(grew bool) {
-	k.mu.Lock()
-	f := k.grew
-	k.mu.Unlock()
-	if grew && f != nil {
-		f()
+	if !grew {
+		return
+	}
+	select {
+	case k.grew <- struct{}{}:
+	default: // one pending says it
 	}
 }

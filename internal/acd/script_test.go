@@ -208,10 +208,9 @@ func (s *guardScript) start(settle, defendWait time.Duration) {
 		"peer":     {ip: netip.MustParseAddr("192.0.2.12"), mac: "peer"},
 		"stranger": {ip: netip.MustParseAddr("192.0.2.99"), mac: "stranger"},
 	}
-	s.k = NewKnown(nil, clock, func(a netip.Addr) { s.asked = append(s.asked, a) }, nil)
+	s.k = NewKnown(nil, clock, func(a netip.Addr) { s.asked = append(s.asked, a) })
 	s.g = NewGuard([]netip.Addr{scriptVIP}, nil, s.k, clock, slog.New(logTap{s}))
 	s.g.Settle, s.g.DefendWait = settle, defendWait
-	s.k.SetGrew(s.g.Rejudge)
 	s.k.SetLink(1, macNames["self"])
 	s.w = &scriptWire{s: s}
 	s.g.Attach(scriptVIP, s.w)
@@ -225,6 +224,12 @@ func (s *guardScript) start(settle, defendWait time.Duration) {
 func (s *guardScript) drain() {
 	for range 1000 {
 		busy := false
+		select {
+		case <-s.k.Grew(): // the daemon's relay
+			s.g.Rejudge()
+			busy = true
+		default:
+		}
 		select {
 		case <-s.g.wake:
 			s.next = s.g.Round()

@@ -84,7 +84,7 @@ func (h *host) start() *daemon {
 	}
 	resume, _ := d.rec.Resume(h.role == ours && h.cfg.ConflictCheck)
 	if h.role == ours && h.cfg.ConflictCheck {
-		d.known = acd.NewKnown(h.cfg.Peers, func() time.Time { return s.w.now }, d.resolve, func() { d.poke("identity grew") })
+		d.known = acd.NewKnown(h.cfg.Peers, func() time.Time { return s.w.now }, d.resolve)
 		vips := make([]netip.Addr, len(d.vips))
 		for i, v := range d.vips {
 			vips[i] = v.Addr()
@@ -456,9 +456,15 @@ func (d *daemon) flushProbes() {
 // notes hands the conflict check's notes to their owners, as
 // cmd/novaedge-cpvip's relay does.
 func (d *daemon) notes() {
-	if d.guard != nil {
-		l2node.Relay(d.guard.Notes(), owners{d})
+	if d.guard == nil {
+		return
 	}
+	select {
+	case <-d.known.Grew():
+		d.guard.Rejudge()
+	default:
+	}
+	l2node.Relay(d.guard.Notes(), owners{d})
 }
 
 // owners are the daemon's parts the notes go to (l2node.Owners).
