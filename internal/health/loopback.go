@@ -12,7 +12,7 @@ import (
 // loopback addresses, resolved without a name service): 127.0.0.1, then
 // ::1. Anything else: nil, the dialer resolves it. A node whose /etc/hosts
 // lacks localhost and whose DNS server is unreachable is still checked
-// (issue 32 finding 7: it was never healthy).
+// (TestLocalhostIsNeverLookedUp).
 func loopback(host string) []string {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	if h != "localhost" && !strings.HasSuffix(h, ".localhost") {

@@ -121,8 +121,8 @@ func (t *thresholds) judge(r Result) (State, bool) {
 // then only costs the clients a reconnect. Stalled passes do not count
 // because a check that outlasts the interval is followed by the next at
 // once: two passes a few milliseconds apart after a stall of seconds say
-// little (the stress suite, 20 % loss); they do not reset the count, so a
-// backup whose checks stall now and then still settles.
+// little. They do not reset the count either, so a backup whose checks
+// stall now and then still settles (testdata/judge/settle-after-stalls.txt).
 const SettleRun = 2
 
 // SettleWithin is how long, at most, a healthy node that has not settled

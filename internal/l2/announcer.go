@@ -32,13 +32,13 @@ type Options struct {
 	// (vrrp.Instance.WaitCaughtUp): a late repeat waits for it (burst).
 	WaitCaughtUp func(ctx context.Context, t time.Time, max time.Duration) bool
 	// Leading, when set, says whether the election has this node as its
-	// master now: only then does it announce. A node that stepped back
-	// keeps the VIP a moment for the packets already on their way (a
+	// master now: only then does it announce (Gates.Leading), a late
+	// repeat once more after the election caught up. A node that stepped
+	// back keeps the VIP a moment for the packets already on their way (a
 	// handover), but an announcement of its own then would pull the
-	// neighbours to a node about to let the VIP go — a backup that took
-	// over on lost advertisements and heard the master a millisecond later
-	// sent its gratuitous ARP after the master's (the stress suite, 20 %
-	// of advertisements lost: the client stuck on it for 12 s).
+	// neighbours away from the master that just announced itself, to a
+	// node about to let the VIP go (testdata/burst/only-the-leader.txt,
+	// TestOnlyTheMasterAnnounces, TestLateRepeatGoesOnlyWhileLeading).
 	Leading func() bool
 	// Contests, when set, says whether this node answers another router's
 	// announcement of a VIP it holds (Contested): the master for a while,

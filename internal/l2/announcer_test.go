@@ -202,6 +202,37 @@ func TestLateRepeatWaitsForTheElection(t *testing.T) {
 	}
 }
 
+// TestLateRepeatGoesOnlyWhileLeading: a late repeat waits until the
+// election has read what the kernel queued, and does not go if the
+// election has made this node step back meanwhile (the queued
+// advertisements were another master's), though the VIP is still wanted
+// (a handover keeps it).
+func TestLateRepeatGoesOnlyWhileLeading(t *testing.T) {
+	var calls atomic.Int32
+	var stepped atomic.Bool
+	leading := func() bool {
+		if calls.Add(1) == 2 { // the repeat's gates: the process does not run for a while
+			time.Sleep(3 * lateRepeat)
+		}
+		return !stepped.Load()
+	}
+	caughtUp := func(context.Context, time.Time, time.Duration) bool { // the election reads the master's advertisement
+		stepped.Store(true)
+		return true
+	}
+	a, rec, _, _ := newTestAnnouncer(t, Options{Repeat: 2, Gap: time.Millisecond, Leading: leading, WaitCaughtUp: caughtUp})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	a.Hold(netip.MustParsePrefix("192.0.2.100/32"))
+	expectSends(t, rec, 1)
+	waitFor(t, stepped.Load)
+	time.Sleep(50 * time.Millisecond)
+	if n := rec.count(); n != 1 {
+		t.Fatalf("%d announcements: a late repeat went after the election made this node step back", n)
+	}
+}
+
 // A node that is not the master announces nothing, though it keeps the
 // VIP (a handover); a master for a while told that another router
 // announced its VIP announces it again, a VIP it let go never.

@@ -22,7 +22,11 @@ import (
 //	at D                         the clock, from the start (0s); the timers due meanwhile run
 //	health STATE [settled] [certain] [reason=…]
 //	advert from=ADDR priority=N [interval=D]
-//	served [member]
+//	adverts from=ADDR priority=N until=D [every=D]: one now, then every D (the interval) before until, the timers run between
+//	served [member] [seen=D]     an answer, seen at D (default: now)
+//	answering member|stranger|off  from now on every question is answered 1ms after it is asked (or not)
+//	base N                       a reload of the priority (SetBase)
+//	freeze D                     the process does not run for D: the clock moves, no timer runs
 //	carrier up|down
 //	gone deleted|made-again
 //	lapsed
@@ -40,6 +44,9 @@ func TestCoreScripts(t *testing.T) {
 type script struct {
 	c   *Core
 	now time.Time
+	// answering: who answers each question, 1 ms after it (answering):
+	// "member", "stranger", or "" for nobody.
+	answering string
 }
 
 var scriptStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -104,9 +111,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		var b strings.Builder
 		for due := s.c.Deadline(); !due.IsZero() && !due.After(at); due = s.c.Deadline() {
-			s.now = due
-			s.c.Timeout(due)
-			b.WriteString(s.effects())
+			s.now = later(due, s.now) // after a freeze, what was due runs now
+			b.WriteString(s.timeout())
 		}
 		s.now = at
 		return b.String()
@@ -125,9 +131,62 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		a := Advertisement{VRID: 51, Priority: uint8(prio), Interval: Centiseconds(dur("interval", time.Second)),
 			Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
 		s.c.Receive(a, netip.MustParseAddr(from), s.now)
+	case "adverts":
+		from, _ := arg("from")
+		var prio uint64
+		if v, ok := arg("priority"); ok {
+			fmt.Sscan(v, &prio)
+		}
+		v, ok := arg("until")
+		if !ok {
+			d.Fatalf(t, "adverts needs until")
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil {
+			d.Fatalf(t, "until: %v", err)
+		}
+		until, every := scriptStart.Add(x), dur("every", s.c.Interval())
+		a := Advertisement{VRID: 51, Priority: uint8(prio), Interval: Centiseconds(dur("interval", time.Second)),
+			Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+		var b strings.Builder
+		for at := s.now; at.Before(until); at = at.Add(every) {
+			for due := s.c.Deadline(); !due.IsZero() && !due.After(at); due = s.c.Deadline() {
+				s.now = later(due, s.now)
+				b.WriteString(s.timeout())
+			}
+			s.now = at
+			s.c.Receive(a, netip.MustParseAddr(from), s.now)
+			b.WriteString(s.effects())
+		}
+		return b.String() + s.state()
 	case "served":
 		_, member := arg("member")
-		s.c.Served(member, s.now)
+		seen := s.now
+		if v, ok := arg("seen"); ok {
+			x, err := time.ParseDuration(v)
+			if err != nil {
+				d.Fatalf(t, "seen: %v", err)
+			}
+			seen = scriptStart.Add(x)
+		}
+		s.c.Served(member, seen)
+	case "answering":
+		who, ok := map[string]string{"member": "member", "stranger": "stranger", "off": ""}[first()]
+		if !ok {
+			d.Fatalf(t, "answering member|stranger|off, not %s", first())
+		}
+		s.answering = who
+	case "base":
+		var prio uint64
+		fmt.Sscan(first(), &prio)
+		s.c.SetBase(uint8(prio), s.now)
+	case "freeze":
+		x, err := time.ParseDuration(first())
+		if err != nil {
+			d.Fatalf(t, "freeze: %v", err)
+		}
+		s.now = s.now.Add(x)
+		return ""
 	case "carrier":
 		s.c.Carrier(first() == "up", s.now)
 	case "gone":
@@ -146,9 +205,8 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 				fmt.Fprintf(&b, "not %s by %s\n", want, end.Sub(scriptStart))
 				break
 			}
-			s.now = at
-			s.c.Timeout(at)
-			b.WriteString(s.effects())
+			s.now = later(at, s.now)
+			b.WriteString(s.timeout())
 		}
 		return b.String() + s.state()
 	case "shutdown":
@@ -157,6 +215,19 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return s.effects() + s.state()
+}
+
+// timeout runs the timers due now and prints their effects; a question
+// is answered 1 ms later when someone answers (answering).
+func (s *script) timeout() string {
+	s.c.Timeout(s.now)
+	out := s.effects()
+	if s.answering != "" && strings.Contains(out, " ask\n") {
+		at := s.now.Add(time.Millisecond)
+		s.c.Served(s.answering == "member", at)
+		out += fmt.Sprintf("%s answered by a %s\n", at.Sub(scriptStart), s.answering)
+	}
+	return out
 }
 
 // effects prints what the core asked since the last call, stamped with

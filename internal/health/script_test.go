@@ -1,0 +1,127 @@
+package health
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestJudgeScripts runs the scripted scenarios in testdata/judge: check
+// results into one Judge on a manual clock, the transitions it returns and
+// the state it is in after each. Each check starts when the one before
+// says (Judge.Next), or at once when the one before outlasted that, as
+// Checker.Run schedules them. Regenerate the expected output with -rewrite.
+//
+//	judge [fail=N] [rise=N] [interval=D] [fast=D]   a new judge (3, 1, 1s, 100ms: the defaults)
+//	check passed|failed|refused|drained|hung [stalled] [took=D] [times=N]
+//	thresholds fail=N rise=N                       a reload (Judge.SetThresholds)
+func TestJudgeScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/judge", func(t *testing.T, path string) {
+		s := &judgeScript{}
+		datadriven.RunTest(t, path, s.run)
+	})
+}
+
+// judgeScript is one scenario's judge and clock.
+type judgeScript struct {
+	j              *Judge
+	interval, fast time.Duration
+	next           time.Duration // when the next check starts, from the scenario's start
+}
+
+func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
+	arg := func(key string) (string, bool) {
+		for _, a := range d.CmdArgs {
+			if a.Key == key {
+				if len(a.Vals) == 0 {
+					return "", true
+				}
+				return a.Vals[0], true
+			}
+		}
+		return "", false
+	}
+	num := func(key string, def int) int {
+		v, ok := arg(key)
+		if !ok {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			d.Fatalf(t, "%s: %v", key, err)
+		}
+		return n
+	}
+	dur := func(key string, def time.Duration) time.Duration {
+		v, ok := arg(key)
+		if !ok {
+			return def
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil {
+			d.Fatalf(t, "%s: %v", key, err)
+		}
+		return x
+	}
+	if d.Cmd != "judge" && s.j == nil {
+		d.Fatalf(t, "no judge yet: start with judge")
+	}
+	switch d.Cmd {
+	case "judge":
+		s.j = NewJudge(num("fail", 3), num("rise", 1))
+		s.interval, s.fast, s.next = dur("interval", time.Second), dur("fast", 100*time.Millisecond), 0
+		return s.state()
+	case "thresholds":
+		s.j.SetThresholds(num("fail", 3), num("rise", 1))
+		return s.state()
+	case "check":
+		if len(d.CmdArgs) == 0 {
+			d.Fatalf(t, "check needs an outcome")
+		}
+		outcomes := map[string]Outcome{"passed": Passed, "failed": Failed, "refused": Refused, "drained": Drained, "hung": Hung}
+		out, ok := outcomes[d.CmdArgs[0].Key]
+		if !ok {
+			d.Fatalf(t, "unknown outcome %s", d.CmdArgs[0].Key)
+		}
+		_, stalled := arg("stalled")
+		r := Result{Outcome: out, Stalled: stalled, Duration: dur("took", 0)}
+		if !r.OK() {
+			r.Reason = out.String()
+		}
+		var b strings.Builder
+		for range num("times", 1) {
+			start := s.next
+			fmt.Fprintf(&b, "%s %s", start, out)
+			if stalled {
+				b.WriteString(" stalled")
+			}
+			if r.Duration > 0 {
+				fmt.Fprintf(&b, " took %s", r.Duration)
+			}
+			if tr, ok := s.j.Observe(r); ok {
+				fmt.Fprintf(&b, ": %s", tr.State)
+				if tr.Changed {
+					b.WriteString(" (changed)")
+				}
+				fmt.Fprintf(&b, " settled=%v certain=%v\n", tr.Settled, tr.Certain)
+			} else {
+				b.WriteString(": no transition\n")
+			}
+			s.next = start + max(s.j.Next(s.interval, s.fast), r.Duration)
+		}
+		return b.String() + s.state()
+	default:
+		d.Fatalf(t, "unknown command %s", d.Cmd)
+	}
+	return ""
+}
+
+// state prints the judge's state, settledness, failures counted and when
+// the next check starts.
+func (s *judgeScript) state() string {
+	return fmt.Sprintf("= %s settled=%v failures=%d next=%s\n", s.j.State(), s.j.Settled(), s.j.Failures(), s.next)
+}

@@ -1,0 +1,136 @@
+package l2
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+// TestBurstScripts runs the scripted scenarios in testdata/burst: one
+// VIP's announcement schedule (Burst) on a manual clock, asked what the
+// rest of the node says each time an announcement is due (Gates), as
+// Announcer.burst asks it. Regenerate the expected output with -rewrite.
+//
+//	burst [repeat=N] [gap=D] [refresh=D]     a takeover at 0s (1, RepeatGap, 0)
+//	due [at=D] [wanted] [leading] [fresh]    the announcement due (at its time, or later at D): goes or not
+//	caughtup [wanted] [leading]              a late repeat's gates once the election read what was queued
+func TestBurstScripts(t *testing.T) {
+	datadriven.Walk(t, "testdata/burst", func(t *testing.T, path string) {
+		s := &burstScript{}
+		datadriven.RunTest(t, path, s.run)
+	})
+}
+
+// burstScript is one scenario's burst and clock.
+type burstScript struct {
+	b             *Burst
+	repeat        int
+	gap, refresh  time.Duration
+	due, now      time.Duration // the next announcement's time, the clock (zero: the takeover)
+	over, waiting bool          // the burst ended; a late repeat waits for the election
+}
+
+func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
+	arg := func(key string) (string, bool) {
+		for _, a := range d.CmdArgs {
+			if a.Key == key {
+				if len(a.Vals) == 0 {
+					return "", true
+				}
+				return a.Vals[0], true
+			}
+		}
+		return "", false
+	}
+	has := func(key string) bool { _, ok := arg(key); return ok }
+	dur := func(key string, def time.Duration) time.Duration {
+		v, ok := arg(key)
+		if !ok {
+			return def
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil {
+			d.Fatalf(t, "%s: %v", key, err)
+		}
+		return x
+	}
+	if d.Cmd != "burst" && s.b == nil {
+		d.Fatalf(t, "no burst yet: start with burst")
+	}
+	if d.Cmd != "burst" && s.over {
+		d.Fatalf(t, "the burst is over")
+	}
+	switch d.Cmd {
+	case "burst":
+		*s = burstScript{b: NewBurst(burstStart), repeat: 1, gap: dur("gap", RepeatGap), refresh: dur("refresh", 0)}
+		if v, ok := arg("repeat"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				d.Fatalf(t, "repeat: %v", err)
+			}
+			s.repeat = n
+		}
+		return fmt.Sprintf("next due %s\n", s.due)
+	case "due":
+		if s.waiting {
+			d.Fatalf(t, "a late repeat waits for the election: caughtup")
+		}
+		s.now = dur("at", s.due)
+		if s.now < s.due {
+			d.Fatalf(t, "at %s: before the announcement is due (%s)", s.now, s.due)
+		}
+		g := Gates{Wanted: has("wanted"), Leading: has("leading"), Fresh: has("fresh")}
+		if !s.b.Goes(g) {
+			return s.end("does not go")
+		}
+		if s.b.Late(burstStart.Add(s.now)) {
+			s.waiting = true
+			return fmt.Sprintf("%s late by %s: waits until the election has read what was queued\n", s.now, s.now-s.due)
+		}
+		return s.announce()
+	case "caughtup":
+		if !s.waiting {
+			d.Fatalf(t, "no late repeat waits")
+		}
+		s.waiting = false
+		if !has("wanted") || !has("leading") {
+			return s.end("does not go")
+		}
+		return s.announce()
+	default:
+		d.Fatalf(t, "unknown command %s", d.Cmd)
+	}
+	return ""
+}
+
+var burstStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// announce makes the announcement due and says what went and when the
+// next is due.
+func (s *burstScript) announce() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s announce", s.now)
+	if s.b.Self() {
+		b.WriteString(" self,")
+	}
+	b.WriteString(" vip\n")
+	next := s.b.Sent(burstStart.Add(s.now), s.repeat, s.gap, s.refresh)
+	if next.IsZero() {
+		s.over = true
+		b.WriteString("burst over\n")
+		return b.String()
+	}
+	s.due = next.Sub(burstStart)
+	fmt.Fprintf(&b, "next due %s\n", s.due)
+	return b.String()
+}
+
+// end ends the burst: what was due does not go.
+func (s *burstScript) end(why string) string {
+	s.over = true
+	return fmt.Sprintf("%s %s: burst over\n", s.now, why)
+}
