@@ -379,6 +379,7 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	defer timer.Close()
 	refresh := quietio.NewTicker(RefreshEvery)
 	defer refresh.Close()
+	read := func() time.Time { i.drain(core, packets); return time.Now() }
 	for {
 		select {
 		case <-refresh.C():
@@ -397,40 +398,27 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			readers.Wait()
 			return
 		case on := <-i.preempt:
-			i.catchUp(core, packets)
+			n.CatchUp(time.Now(), read)
 			core.SetPreempt(on)
 		case d := <-i.settle:
 			core.SetSettleWithin(d)
 		case tr := <-i.health:
-			i.catchUp(core, packets)
+			n.CatchUp(time.Now(), read)
 			core.Health(tr, time.Now())
 		case p := <-i.base:
-			i.catchUp(core, packets)
+			n.CatchUp(time.Now(), read)
 			core.SetBase(p, time.Now())
 		case p := <-packets:
 			core.Receive(p.adv, p.src, time.Now())
 		case a := <-i.served: // answers(a) held when Served queued it
 			core.Served(a.member, a.at)
 		case <-i.lapsed:
-			i.drain(core, packets)
-			n.Lapsed(time.Now())
+			n.Lapsed(read)
 		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
-			i.drain(core, packets)
-			core.Timeout(time.Now())
+			n.Due(read)
 		}
 		n.Apply(time.Now())
 		resetTimer(timer, core.Deadline())
-	}
-}
-
-// catchUp runs a timer that is already due, after what the kernel queued
-// before it, ahead of another event: after a freeze a reload's priority
-// (SIGHUP) must not reach a master before the advertisements of the node
-// that took over.
-func (i *Instance) catchUp(core *Core, packets <-chan packet) {
-	if at := core.Deadline(); !at.IsZero() && !time.Now().Before(at) {
-		i.drain(core, packets)
-		core.Timeout(time.Now())
 	}
 }
 
@@ -439,13 +427,10 @@ func (i *Instance) catchUp(core *Core, packets <-chan packet) {
 // a reader that cannot (a failing socket) must not stop the timers.
 const drainAtMost = 20 * time.Millisecond
 
-// drain hands the core every advertisement the kernel queued before a
-// timer became due, before the timer acts: when the process did not run
-// for a while (SIGSTOP, a VM paused, a starved host) both are ready at
-// once, and a backup must see that its master is alive before its
-// Master_Down_Timer fires, a master that a backup replaced meanwhile must
-// see that before it advertises (Machine.wasAbsent). Only the first
-// transport's advertisements reach the core.
+// drain hands the core every advertisement the kernel queued (the Node's
+// Reader): the readers' channel, and what the first transport's socket
+// still holds (Pending), waiting for its reader at most drainAtMost. Only
+// the first transport's advertisements reach the core.
 func (i *Instance) drain(core *Core, packets <-chan packet) {
 	deadline := time.Now().Add(i.drainAtMost)
 	for {

@@ -48,10 +48,32 @@ func (n *Node) Link(now time.Time) {
 	n.carrier(now)
 }
 
-// Lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): due
-// timers run first, then the election binds it again if still master
-// (Core.Lapsed). The driver hands over what the kernel queued before.
-func (n *Node) Lapsed(now time.Time) {
+// Reader hands the core every advertisement the kernel queued and not yet
+// read, and returns the time after. When the process did not run for a
+// while (SIGSTOP, a VM paused, a starved host) advertisements and timers
+// are ready at once: a backup must see that its master is alive before
+// its Master_Down_Timer fires, and a master that a backup replaced
+// meanwhile must see that before it advertises (Machine.wasAbsent).
+type Reader func() time.Time
+
+// Due runs the core's timer, after what the kernel queued (read).
+func (n *Node) Due(read Reader) { n.core.Timeout(read()) }
+
+// CatchUp runs a timer already due at now, after what the kernel queued,
+// before another event (a health transition, a reload's priority or
+// preempt): after a freeze a reload's priority must not reach a master
+// before the advertisements of the node that took over.
+func (n *Node) CatchUp(now time.Time, read Reader) {
+	if at := n.core.Deadline(); !at.IsZero() && !now.Before(at) {
+		n.Due(read)
+	}
+}
+
+// Lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): after
+// what the kernel queued, due timers run, then the election binds it
+// again if still master (Core.Lapsed).
+func (n *Node) Lapsed(read Reader) {
+	now := read()
 	n.core.Timeout(now)
 	n.core.Lapsed(now)
 }

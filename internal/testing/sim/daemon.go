@@ -62,13 +62,13 @@ type daemon struct {
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	// frozenUntil: the process does not run until then (freeze.go); what
-	// comes meanwhile waits in queued (packets) and held (the rest).
-	frozenUntil  time.Time
-	frozenSince  time.Time // when it last stopped running
-	thawed       time.Time // when it last ran again
-	queued, held []func()
-	wireDown     time.Time    // until when the conflict-check wires cannot open
-	probes       []netip.Addr // sent in this guard round, in order
+	// comes meanwhile waits, in order (freeze.go).
+	frozenUntil time.Time
+	frozenSince time.Time // when it last stopped running
+	thawed      time.Time // when it last ran again
+	waiting     []*waited
+	wireDown    time.Time    // until when the conflict-check wires cannot open
+	probes      []netip.Addr // sent in this guard round, in order
 }
 
 // start runs a daemon on h with the host's configuration.
@@ -163,7 +163,7 @@ func (d *daemon) settle() {
 			d.when(false, func() {
 				if d.alive() && d.coreAt.Equal(at) {
 					d.coreAt = time.Time{}
-					d.core.Timeout(w.now)
+					d.node.Due(d.read)
 					d.effects()
 					d.settle()
 				}
@@ -206,8 +206,8 @@ func (d *daemon) step() {
 	d.lapsed = false
 	d.linkUp = d.loop.Pass(d.linkUp)
 	d.armRenew()
-	if d.lapsed { // the election, once it has read what was queued (freeze.go), binds it again if still master
-		d.node.Lapsed(d.h.s.w.now)
+	if d.lapsed { // the election, once it has read what was queued, binds it again if still master
+		d.node.Lapsed(d.read)
 		d.effects()
 		d.settle()
 	}
@@ -250,8 +250,7 @@ func (d *daemon) period() {
 
 // burst announces vip on l2's Burst schedule, as l2.Announcer.burst does.
 // A late repeat (a freeze) waits there until the election has read what
-// was queued: here the held events run after the queued packets
-// (freeze.go). The send fails while the interface is gone and is tried
+// was queued (WaitCaughtUp): here it reads it (freeze.go). The send fails while the interface is gone and is tried
 // again (l2.Announcer.announce); one that goes out for a VIP this node has
 // not bound breaks the invariant.
 func (d *daemon) burst(vip netip.Addr) {
@@ -259,6 +258,10 @@ func (d *daemon) burst(vip netip.Addr) {
 	gen, h, b := d.bursts[vip], d.h, l2.NewBurst(d.h.s.w.now)
 	var next func(try int)
 	next = func(try int) {
+		if try == 1 && b.Late(h.s.w.now) {
+			d.read()
+			d.effects()
+		}
 		gates := l2.Gates{Wanted: d.wanted(vip), Leading: h.role != ours || d.leading(), Fresh: d.rec.Fresh(vip)}
 		if d.bursts[vip] != gen || try == 1 && !b.Goes(gates) {
 			return
@@ -328,6 +331,7 @@ func (d *daemon) observe(r health.Result) {
 		}
 		d.h.s.w.logf("%s   health %s (%s)", d.h.name, tr.State, r.Reason)
 	}
+	d.node.CatchUp(d.h.s.w.now, d.read)
 	d.core.Health(tr, d.h.s.w.now)
 	d.effects()
 }
@@ -368,7 +372,7 @@ func (d *daemon) linkCheck() {
 // receive is the daemon's part of a frame: the instance's reader and the
 // conflict check's.
 func (d *daemon) receive(f frame) {
-	d.when(true, func() {
+	d.when(f.kind == advert, func() {
 		if d.alive() {
 			d.handle(f)
 		}
@@ -587,9 +591,11 @@ func (d *daemon) leading() bool { return !d.masterSince.IsZero() }
 
 // announceAgain is l2.Announcer.Contested (contest) and Defend: vip is
 // announced again if this node is its master (for more than 4 intervals,
-// to contest: vrrp.Elector.Established) and wants it. The election has
-// read what was queued: the sim runs queued packets first (freeze.go).
+// to contest: vrrp.Elector.Established) and wants it, once the election
+// has read what was queued (WaitCaughtUp; freeze.go).
 func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
+	d.read()
+	d.effects()
 	if !d.leading() || (contest && !vrrp.Established(d.h.s.w.now.Sub(d.masterSince), d.cfg.AdvertInterval)) {
 		return
 	}

@@ -3,26 +3,45 @@ package sim
 import "time"
 
 // A frozen daemon (SIGSTOP, a VM paused or migrated, a starved host) runs
-// nothing: its timers, the packets its sockets receive and the kernel's
+// nothing: its timers, the frames its sockets receive and the kernel's
 // news wait. Its kernel goes on (the VIPs stay bound and answer). When it
-// runs again the VRRP instance hands the core the advertisements queued
-// meanwhile before any timer acts (vrrp.Instance.drain): packets first,
-// then everything else in the order it came.
+// runs again, what waited runs in the order it came; the VRRP instance's
+// Node hands the core the advertisements that wait before a timer acts
+// (vrrp.Node.Due, CatchUp, Lapsed, with read as its Reader), and an
+// announcement that waits for the election to catch up (a late repeat, a
+// contest) finds them read.
+
+// waited is what reached a frozen daemon: an advertisement for the
+// election (advert), or anything else; done once it ran.
+type waited struct {
+	advert bool
+	do     func()
+	done   bool
+}
 
 // frozen says whether d's process does not run now.
 func (d *daemon) frozen() bool { return d.h.s.w.now.Before(d.frozenUntil) }
 
-// when runs do now, or, while d is frozen, when it runs again; packet says
-// do is a packet a socket received.
-func (d *daemon) when(packet bool, do func()) {
-	switch {
-	case !d.frozen():
+// when runs do now, or, while d is frozen, when it runs again; advert says
+// do hands the election an advertisement its socket received.
+func (d *daemon) when(advert bool, do func()) {
+	if !d.frozen() {
 		do()
-	case packet:
-		d.queued = append(d.queued, do)
-	default:
-		d.held = append(d.held, do)
+		return
 	}
+	d.waiting = append(d.waiting, &waited{advert: advert, do: do})
+}
+
+// read is the instance's vrrp.Reader: the advertisements that wait reach
+// the election now, in the order they came.
+func (d *daemon) read() time.Time {
+	for _, w := range d.waiting {
+		if w.advert && !w.done && d.alive() {
+			w.done = true
+			w.do()
+		}
+	}
+	return d.h.s.w.now
 }
 
 // freeze stops d's process for dt (SIGSTOP, then SIGCONT).
@@ -42,16 +61,16 @@ func (d *daemon) freeze(dt time.Duration) {
 	})
 }
 
-// thaw runs d again: what waited runs, packets first.
+// thaw runs d again: what waited runs in the order it came (a read may
+// have run advertisements ahead).
 func (d *daemon) thaw() {
 	d.frozenUntil, d.thawed = time.Time{}, d.h.s.w.now
-	queued, held := d.queued, d.held
-	d.queued, d.held = nil, nil
-	for _, do := range append(queued, held...) {
-		if !d.alive() {
-			return
+	for i := 0; i < len(d.waiting) && d.alive(); i++ {
+		if w := d.waiting[i]; !w.done {
+			w.done = true
+			w.do()
+			d.settle()
 		}
-		do()
-		d.settle()
 	}
+	d.waiting = nil
 }

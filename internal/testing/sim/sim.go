@@ -353,9 +353,11 @@ func (s *sim) reload(h *host, variant int) {
 	prev := d.cfg
 	d.cfg = merged
 	if prev.Priority != merged.Priority {
+		d.node.CatchUp(s.w.now, d.read)
 		d.core.SetBase(uint8(merged.Priority), s.w.now)
 	}
 	if prev.Preempt != merged.Preempt {
+		d.node.CatchUp(s.w.now, d.read)
 		d.core.SetPreempt(merged.Preempt)
 	}
 	d.effects()
