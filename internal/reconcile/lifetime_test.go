@@ -134,18 +134,50 @@ func TestRenewOnly(t *testing.T) {
 	f.Take()
 	f.Fail(nil, errors.New("no listing wanted"))
 	c.t = epoch.Add(500 * time.Millisecond)
-	if ch, ok := r.Renew(); !ok || len(ch) != 0 {
+	if ch, ok := r.Renew(held4); !ok || len(ch) != 0 {
 		t.Fatalf("renew: %+v %v", ch, ok)
 	}
 	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
 		t.Fatalf("renew: %q", got)
 	}
 	c.t = epoch.Add(3 * time.Second) // 2.5 s since: the process did not run
-	if _, ok := r.Renew(); ok {
+	if _, ok := r.Renew(held4); ok {
 		t.Fatal("renewed a lifetime that may have run out, without looking")
 	}
 	if got := f.Take(); len(got) != 0 {
 		t.Fatalf("late renew wrote %q", got)
+	}
+}
+
+// held4 is the election's word holding vip4.
+var held4 = map[netip.Addr]bool{vip4.Addr(): true}
+
+// TestLetGoIsNotRenewed: a VIP the election let go of whose removal failed
+// (the interface was gone) is not renewed: on an interface made again the
+// renewal would bind it on a node that is no longer master; a Step looks
+// instead, and stops holding it.
+func TestLetGoIsNotRenewed(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	r.Step(map[netip.Prefix]bool{vip4: true})
+	f.Fail(nil, errors.New("no such device")) // the interface is gone: the release cannot list
+	r.Step(map[netip.Prefix]bool{vip4: false})
+	f.Fail(nil, nil)
+	f.Del(vip4) // made again: without the VIP
+	f.Take()
+	c.t = epoch.Add(500 * time.Millisecond)
+	if _, ok := r.Renew(map[netip.Addr]bool{}); ok {
+		t.Fatal("renewed a VIP the election let go of")
+	}
+	if got := f.Take(); len(got) != 0 {
+		t.Fatalf("renewal wrote %q", got)
+	}
+	r.Step(map[netip.Prefix]bool{vip4: false})
+	if _, ok := r.Renew(map[netip.Addr]bool{}); !ok {
+		t.Fatal("still held after a Step found it gone")
+	}
+	if got := f.Take(); len(got) != 0 {
+		t.Fatalf("wrote %q, want nothing", got)
 	}
 }
 
@@ -163,7 +195,7 @@ func TestResumeRenewsTheFoundVIP(t *testing.T) {
 	if at := r.RenewAt(); at.After(c.t) {
 		t.Fatalf("the found VIP's renewal is due at %s, not at once", at)
 	}
-	if ch, ok := r.Renew(); !ok || len(ch) != 0 {
+	if ch, ok := r.Renew(held4); !ok || len(ch) != 0 {
 		t.Fatalf("renew: %+v %v", ch, ok)
 	}
 	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
@@ -174,7 +206,7 @@ func TestResumeRenewsTheFoundVIP(t *testing.T) {
 		t.Fatalf("an undecided step removed the found VIP: %q", got)
 	}
 	c.t = c.t.Add(500 * time.Millisecond)
-	r.Renew()
+	r.Renew(held4)
 	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
 		t.Fatalf("second renewal: %q", got)
 	}

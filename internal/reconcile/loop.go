@@ -165,7 +165,10 @@ func (l *Loop) Pass(linkUp bool) bool {
 // (a VIP's lifetime may have run out: only a pass, which reads the
 // interface, tells).
 func (l *Loop) Renew() bool {
-	changes, ok := l.rec.Renew()
+	l.mu.Lock()
+	wanted := l.words.Held()
+	l.mu.Unlock()
+	changes, ok := l.rec.Renew(wanted)
 	if !ok {
 		return false
 	}

@@ -218,14 +218,20 @@ func (r *Reconciler) install(vip netip.Prefix, wrong []netip.Prefix) Change {
 }
 
 // Renew sets again the lifetime of every held VIP whose renewal is due,
-// without reading the interface, and returns the failures. It does nothing
-// and says false when a held VIP's lifetime may have run out by our clock
-// (this process did not run): a Step must look, and not bind it again.
-func (r *Reconciler) Renew() ([]Change, bool) {
+// without reading the interface, and returns the failures; wanted is the
+// election's latest word (the VIPs it holds). It does nothing and says
+// false when a Step must look instead: a held VIP's lifetime may have run
+// out by our clock (this process did not run), or the election let go of a
+// VIP still held (its removal failed: the interface was gone) — renewing
+// it would bind it again, on an interface made again meanwhile.
+func (r *Reconciler) Renew(wanted map[netip.Addr]bool) ([]Change, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
 	for _, vip := range r.owned {
+		if r.held[vip.Addr()] && !wanted[vip.Addr()] {
+			return nil, false // let go of: only a Step removes it
+		}
 		if last, ok := r.renewed[vip.Addr()]; r.renewing(vip.Addr()) && ok && now.Sub(last) >= r.life.Valid-r.life.Renew {
 			return nil, false // a renewal this late: look at the interface first
 		}

@@ -45,6 +45,17 @@ func (w *Words) Again(vip netip.Addr) bool {
 	return found
 }
 
+// Held returns the VIPs the election's latest word holds.
+func (w *Words) Held() map[netip.Addr]bool {
+	held := map[netip.Addr]bool{}
+	for p, hold := range w.desired {
+		if hold {
+			held[p.Addr()] = true
+		}
+	}
+	return held
+}
+
 // Wanted says whether the election's latest word on vip is to hold it,
 // which may not have reached a pass yet.
 func (w *Words) Wanted(vip netip.Addr) bool {
