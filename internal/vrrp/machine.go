@@ -582,9 +582,15 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		default:
 			// RFC 5798 discards it. Another master means a split brain just
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
-			// at once and win the neighbours' caches back.
+			// at once and win the neighbours' caches back. Back from an
+			// absence (a fail-open master answered), the overdue deadline
+			// stays: the other advertisements read with this one are judged
+			// as after the absence (testdata/core/frozen-master.txt), and the
+			// overdue timer sets the next.
 			m.lastAnswer = now
-			m.deadline = now.Add(m.sendEvery())
+			if !m.wasAbsent(now) {
+				m.deadline = now.Add(m.sendEvery())
+			}
 			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true, Other: src}}
 		}
 	}
