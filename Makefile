@@ -17,7 +17,8 @@ IMAGE_REPO ?= ghcr.io/novaedge/cpvip
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.imageRepo=$(IMAGE_REPO)
 BIN     := bin/novaedge-cpvip
 PKGS_UNIT := ./internal/... ./cmd/... ./manifests/... ./packaging/...
-# The simulation runs alone (make sim): one goroutine, nothing for -race to find.
+# The simulation runs in make sim; under -race here, a few schedules in parallel
+# (one goroutine per CPU, each run a world of its own: nothing may be shared).
 PKGS_RACE = $(filter-out %/internal/testing/sim,$(shell $(GO) list $(PKGS_UNIT)))
 # Schedules the simulation runs in make test; SIM_BUDGET=10m runs for a time instead.
 SIM_SEEDS ?= 3000
@@ -65,10 +66,11 @@ lint:
 
 unit:
 	$(GO) test -race -count=1 $(PKGS_RACE)
+	$(GO) test -race -count=1 ./internal/testing/sim -run 'TestSimulation$$' -sim.seeds 40
 
 # The deterministic simulation of the group (internal/testing/sim): SIM_SEEDS
 # schedules (or SIM_BUDGET of them), then the check that it still finds
-# each of issue 32's findings with af8485c's rule put back.
+# each finding with its rule put back (sim-bite.sh).
 sim:
 	$(GO) test -count=1 -timeout 0 ./internal/testing/sim -sim.seeds $(SIM_SEEDS) -sim.budget $(SIM_BUDGET) -v 2>&1 | grep -vE '^(=== RUN|--- PASS|PASS)' ; exit $${PIPESTATUS[0]}
 	test/tools/sim-bite.sh
