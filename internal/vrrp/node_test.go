@@ -1,0 +1,46 @@
+package vrrp
+
+import (
+	"io"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+// TestCatchUpReadsBeforeAnOverdueTimer: after a freeze a health verdict
+// (or a reload) that finds the timer overdue runs it first, after the
+// advertisements the kernel queued: a master that a backup replaced
+// meanwhile sees the taker before anything else it does (it steps back,
+// Machine.wasAbsent), and a timer not due reads nothing.
+func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100,
+		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := inst.Node(func(netip.Prefix, bool) {}, t0)
+	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	core := n.Core()
+	core.Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
+	for core.State() != Master {
+		core.Timeout(core.Deadline())
+	}
+	n.Apply(t0)
+	reads := 0
+	now := core.Deadline().Add(-time.Millisecond) // not due yet
+	n.CatchUp(now, func() time.Time { reads++; return now })
+	if reads != 0 {
+		t.Fatal("read the queue for a timer not due")
+	}
+	now = core.Deadline().Add(3 * time.Second) // frozen past the backups' wait
+	taker := Advertisement{VRID: 51, Priority: 50, Interval: Centiseconds(time.Second), Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+	n.CatchUp(now, func() time.Time {
+		reads++
+		core.Receive(taker, netip.MustParseAddr("192.0.2.12"), now)
+		return now
+	})
+	if reads != 1 || core.State() != Backup {
+		t.Fatalf("after the catch-up: %d reads, %v; want the taker read first and the node stepped back", reads, core.State())
+	}
+}
