@@ -114,6 +114,10 @@ type Machine struct {
 	masterUntil time.Time
 	// Master: our last answer to a weaker master.
 	lastAnswer time.Time
+	// Master back from an absence (wasAbsent): the weaker master whose
+	// advertisement the overdue timer answers (Timeout), once what the
+	// kernel queued meanwhile is read.
+	owed netip.Addr
 }
 
 // NewMachine returns a machine in Initialize.
@@ -422,7 +426,7 @@ func (m *Machine) Fault(reason string, now time.Time) []Action {
 	if m.state == Fault {
 		return nil
 	}
-	m.masterUntil = time.Time{}
+	m.masterUntil, m.owed = time.Time{}, netip.Addr{}
 	if m.state == Master && !m.deadline.IsZero() {
 		// deadline is our next advertisement: the last one + sendEvery. A
 		// backup that missed the last one counts from the one before.
@@ -471,7 +475,7 @@ func (m *Machine) Rejoin(now time.Time, reason string) []Action {
 
 // becomeMaster makes the machine master at once, advertising now.
 func (m *Machine) becomeMaster(now time.Time, reason string) []Action {
-	m.took, m.wait = NoTakeover, backupWait{}
+	m.took, m.wait, m.owed = NoTakeover, backupWait{}, netip.Addr{}
 	m.state, m.master, m.masterAdverInt = Master, m.p.Primary, m.p.Interval
 	m.deadline = now.Add(m.sendEvery())
 	return []Action{{Send: true, Priority: m.p.Priority}, {To: Master, Changed: true, Reason: reason}}
@@ -507,7 +511,12 @@ func (m *Machine) Timeout(now time.Time) []Action {
 		return acts
 	case Master:
 		m.deadline = now.Add(m.sendEvery())
-		return []Action{{Send: true, Priority: m.p.Priority}}
+		act := Action{Send: true, Priority: m.p.Priority}
+		if m.owed.IsValid() {
+			act.Reannounce, act.Other, m.lastAnswer = true, m.owed, now
+			m.owed = netip.Addr{}
+		}
+		return []Action{act}
 	}
 	return nil
 }
@@ -554,6 +563,9 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		}
 	case Master:
 		switch {
+		case a.Priority == 0 && m.wasAbsent(now):
+			// Back from an absence: the overdue timer advertises once what
+			// the kernel queued is read (see the answer below).
 		case a.Priority == 0:
 			m.deadline = now.Add(m.sendEvery())
 			return []Action{{Send: true, Priority: m.p.Priority}}
@@ -583,14 +595,18 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// RFC 5798 discards it. Another master means a split brain just
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
 			// at once and win the neighbours' caches back. Back from an
-			// absence (a fail-open master answered), the overdue deadline
-			// stays: the other advertisements read with this one are judged
-			// as after the absence (testdata/core/frozen-master.txt), and the
-			// overdue timer sets the next.
-			m.lastAnswer = now
-			if !m.wasAbsent(now) {
-				m.deadline = now.Add(m.sendEvery())
+			// absence, the answer waits for the overdue timer, which runs
+			// once what the kernel queued is read (Node.Due): the taker's
+			// advertisement read with this one is judged as after the
+			// absence and the node steps back, and no answer of ours has
+			// made the taker step back too (no holder until a
+			// Master_Down_Timer fired; testdata/core/frozen-master.txt).
+			if m.wasAbsent(now) {
+				m.owed = src
+				return nil
 			}
+			m.lastAnswer = now
+			m.deadline = now.Add(m.sendEvery())
 			return []Action{{Send: true, Priority: m.p.Priority, Reannounce: true, Other: src}}
 		}
 	}
@@ -601,14 +617,14 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 // intervals: the backups last heard one at most an interval before it was
 // due, so their Master_Down_Timer (3 x interval + skew) may have fired. Only a
 // process that did not run gets there: the driver hands over packets the
-// kernel queued before a timer that is due (Instance.Run), so the
+// kernel queued before a timer that is due (Node.Due), so the
 // advertisements of the node that took over are seen before ours is sent.
 func (m *Machine) wasAbsent(now time.Time) bool {
 	return !m.deadline.IsZero() && now.Sub(m.deadline) >= 2*m.p.Interval
 }
 
 func (m *Machine) toBackup(now time.Time, reason string) []Action {
-	m.state, m.master, m.failOpenSince = Backup, netip.Addr{}, time.Time{}
+	m.state, m.master, m.failOpenSince, m.owed = Backup, netip.Addr{}, time.Time{}, netip.Addr{}
 	m.waitFor(now)
 	return []Action{{To: Backup, Changed: true, Reason: reason}}
 }

@@ -393,15 +393,24 @@ func TestMasterBackFromAFreeze(t *testing.T) {
 			p.Preempt, p.Unsettled = tt.preempt, tt.unsettled
 			m := masterAt(t, p)
 			src := netip.MustParseAddr("192.0.2.12")
-			acts := m.Receive(adv(tt.prio, 100), src, m.Deadline().Add(tt.overdue))
+			at := m.Deadline().Add(tt.overdue)
+			acts := m.Receive(adv(tt.prio, 100), src, at)
 			if got := m.State() == Backup; got != tt.yields {
 				t.Fatalf("yielded %v, want %v: %+v", got, tt.yields, acts)
 			}
 			if tt.yields && (m.Master() != src || len(acts) != 1 || acts[0].Send) {
 				t.Fatalf("yield: master %v, actions %+v (no advertisement: the other serves)", m.Master(), acts)
 			}
-			if got := len(acts) == 1 && acts[0].Send; got != tt.answered {
-				t.Fatalf("answered %v, want %v: %+v", got, tt.answered, acts)
+			answered := len(acts) == 1 && acts[0].Send
+			if absent := tt.overdue >= 2*time.Second; absent && answered {
+				t.Fatalf("back from an absence, answered before the queue was read: %+v", acts)
+			}
+			if !tt.yields && !answered { // the overdue timer answers, once what was queued is read
+				ta := m.Timeout(at)
+				answered = len(ta) == 1 && ta[0].Send && ta[0].Reannounce && ta[0].Other == src
+			}
+			if answered != tt.answered {
+				t.Fatalf("answered %v, want %v: %+v", answered, tt.answered, acts)
 			}
 		})
 	}
@@ -439,14 +448,18 @@ func TestSendsPerInterval(t *testing.T) {
 
 // TestFrozenMasterWithPreempt: with Preempt, a stronger master back from a
 // freeze does not yield to the weaker node that took over: it would take
-// the VIP back a master-down interval later; it answers at once instead.
+// the VIP back a master-down interval later; it answers instead, with its
+// overdue timer, once what the kernel queued is read.
 func TestFrozenMasterWithPreempt(t *testing.T) {
 	p := params(150, "192.0.2.11")
 	p.Preempt = true
 	m := masterAt(t, p)
-	acts := m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), m.Deadline().Add(3*time.Second))
-	if m.State() != Master || len(acts) != 1 || !acts[0].Send {
-		t.Fatalf("state %v, actions %+v: want master, answering", m.State(), acts)
+	at := m.Deadline().Add(3 * time.Second)
+	if acts := m.Receive(adv(100, 100), netip.MustParseAddr("192.0.2.12"), at); m.State() != Master || len(acts) != 0 {
+		t.Fatalf("state %v, actions %+v: want master, the answer for the timer", m.State(), acts)
+	}
+	if acts := m.Timeout(at); len(acts) != 1 || !acts[0].Send || !acts[0].Reannounce {
+		t.Fatalf("the overdue timer: %+v, want the answer", acts)
 	}
 }
 

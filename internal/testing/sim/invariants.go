@@ -305,9 +305,10 @@ func (s *sim) expect(f fault, t *host) {
 			start, start.Add(f.Dur + 3*i), stays})
 	case f.What == fFreeze && f.Dur > s.backupsWait(t)+i+s.sh.Delay && !t.d.cfg.Preempt && s.takerBeside(t) && s.alone(f, f.Dur+3*i):
 		// A backup took over: the node steps back when it runs again, at
-		// once, and does not take the VIP back (no ping-pong).
+		// once, and does not take the VIP back (no ping-pong), nor make the
+		// taker let it go (no gap).
 		thaw := start.Add(f.Dur)
-		gone := func() bool { return !t.holds(vip4.Addr()) }
+		gone := func() bool { return !t.holds(vip4.Addr()) && len(s.holders(vip4.Addr(), false)) == 1 }
 		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
 			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
 	case f.What == fKill && f.Dur > i && f.Dur < min(kept-i-50*time.Millisecond, s.backupsWait(t)-3*i-200*time.Millisecond) &&
