@@ -220,6 +220,11 @@ func translate(err error) error {
 func LoadMap(vars map[string]string) (*Config, error) {
 	environ.Lock()
 	defer environ.Unlock()
+	return loadMap(vars)
+}
+
+// loadMap is LoadMap, environ held.
+func loadMap(vars map[string]string) (*Config, error) {
 	defer restoreEnv(saveEnv())
 	for _, f := range fields() {
 		os.Unsetenv(f.Env)

@@ -36,6 +36,8 @@ func (r *Reloader) HasFile() bool { return r.fl != nil && r.fl.EnvFile != "" }
 // Load reads the env file again and returns the configuration it makes,
 // validated, or an error naming what is wrong.
 func (r *Reloader) Load() (*Config, error) {
+	environ.Lock() // the environment it reads is not borrowed by another load meanwhile
+	defer environ.Unlock()
 	vars, err := readEnvFile(r.fl.EnvFile)
 	if err != nil {
 		return nil, err
@@ -54,7 +56,7 @@ func (r *Reloader) Load() (*Config, error) {
 	for env, v := range r.fl.set {
 		vars[env] = v
 	}
-	return LoadMap(vars)
+	return loadMap(vars)
 }
 
 // Changes lists the variables whose values differ between old and new:

@@ -181,6 +181,30 @@ func TestLetGoIsNotRenewed(t *testing.T) {
 	}
 }
 
+// TestLoopDoesNotRenewWhatItLetGo: the loop renews with the election's
+// latest word: a VIP it was told to let go of, whose removal failed (the
+// interface was gone), is not renewed onto the interface made again.
+func TestLoopDoesNotRenewWhatItLetGo(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	l := NewLoop(r, nil, time.Hour, Hooks{})
+	l.Hold(vip4)
+	l.Pass(false)
+	f.Fail(nil, errors.New("no such device"))
+	l.Set(vip4, false)
+	l.Pass(false)
+	f.Fail(nil, nil)
+	f.Del(vip4) // made again: without the VIP
+	f.Take()
+	c.t = epoch.Add(500 * time.Millisecond)
+	if l.Renew() {
+		t.Fatal("renewed instead of asking for a pass")
+	}
+	if got := f.Take(); len(got) != 0 {
+		t.Fatalf("renewal wrote %q", got)
+	}
+}
+
 // A VIP found bound at start (a dead run's, with what is left of its
 // lifetime) is held while the election decides: renewed at once and then
 // every period, so it does not run out while the restarted daemon listens;
@@ -195,7 +219,7 @@ func TestResumeRenewsTheFoundVIP(t *testing.T) {
 	if at := r.RenewAt(); at.After(c.t) {
 		t.Fatalf("the found VIP's renewal is due at %s, not at once", at)
 	}
-	if ch, ok := r.Renew(held4); !ok || len(ch) != 0 {
+	if ch, ok := r.Renew(map[netip.Addr]bool{}); !ok || len(ch) != 0 { // no word yet: resuming
 		t.Fatalf("renew: %+v %v", ch, ok)
 	}
 	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
@@ -206,7 +230,7 @@ func TestResumeRenewsTheFoundVIP(t *testing.T) {
 		t.Fatalf("an undecided step removed the found VIP: %q", got)
 	}
 	c.t = c.t.Add(500 * time.Millisecond)
-	r.Renew(held4)
+	r.Renew(map[netip.Addr]bool{}) // no word yet: resuming
 	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
 		t.Fatalf("second renewal: %q", got)
 	}

@@ -163,7 +163,8 @@ func (l *Loop) Pass(linkUp bool) bool {
 // addresses (half the system calls and garbage of a pass, twice a second
 // on the holder), reporting failures; false when a pass is needed instead
 // (a VIP's lifetime may have run out: only a pass, which reads the
-// interface, tells).
+// interface, tells; or the election let go of a VIP still held: only a
+// pass removes it). It renews with the election's latest word.
 func (l *Loop) Renew() bool {
 	l.mu.Lock()
 	wanted := l.words.Held()

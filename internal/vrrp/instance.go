@@ -444,7 +444,7 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 					continue
 				default:
 				}
-				i.caught = at // published once what the drained packets decided is carried out (apply)
+				i.caught = at // published once what the drained packets decided is carried out (Node.Apply)
 				return
 			}
 		}
@@ -512,7 +512,11 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 // election's (Config.Drop), counting what it drops, and tells Heard of
 // our group's routers. The readers ask it; it is safe from any goroutine.
 func (i *Instance) Accept(k int, a Advertisement, src netip.Addr) bool {
-	switch r := i.cfg.Drop(a, src, *i.primaries[k].Load(), k); r {
+	self := i.primaries[k].Load()
+	if self == nil {
+		return false // before Node.Primaries: no election to hand it to yet
+	}
+	switch r := i.cfg.Drop(a, src, *self, k); r {
 	case "":
 	case DropForeign:
 		i.dropForeign(a, src)

@@ -107,7 +107,8 @@ func (h *host) start() *daemon {
 	vcfg := l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
 	if d.guard != nil { // as cmd/novaedge-cpvip's buildVRRP
 		vcfg.Ask = d.guard.ProbeNow
-		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(d.known, h.cfg, src, interval) }
+		cfg := h.cfg // the configuration it started with, as cmd's closure
+		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(d.known, cfg, src, interval) }
 	}
 	conns, primaries := make([]vrrp.Transport, len(d.vips)), make([]netip.Addr, len(d.vips))
 	for k := range d.vips {
