@@ -52,6 +52,12 @@ func (g *Guard) Run(ctx context.Context) {
 	}
 }
 
+// Woken receives when the guard asks for a round before its timer (an
+// answer observed, a word or a question to act on, the link changed): Run
+// waits on it; a driver of its own (internal/testing/sim) rounds when it
+// receives.
+func (g *Guard) Woken() <-chan struct{} { return g.wake }
+
 // Start begins the check: it settles from now on (Guard.Settle). Run calls
 // it; a driver of its own (internal/testing/sim) calls Start, Attach and Round.
 func (g *Guard) Start() {

@@ -61,6 +61,7 @@ type daemon struct {
 	masterSince time.Time
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
+	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
 	// frozenUntil: the process does not run until then (freeze.go); what
 	// comes meanwhile waits, in order (freeze.go).
 	frozenUntil time.Time
@@ -97,6 +98,7 @@ func (h *host) start() *daemon {
 			d.known.Neigh(ip, mac)
 		}
 		d.guard.Start()
+		d.guardDue = true // Run's timer starts at 0: a round at once
 		d.attachWires()
 	}
 	if d.guard != nil {
@@ -174,15 +176,27 @@ func (d *daemon) settle() {
 	if d.guard == nil {
 		return
 	}
+	// A round when the guard's timer fired or it was woken, as Guard.Run.
+	select {
+	case <-d.guard.Woken():
+		d.guardDue = true
+	default:
+	}
+	if !d.guardDue {
+		return
+	}
+	d.guardDue = false
 	next := d.guard.Round()
 	d.notes()
 	d.flushProbes()
-	if !next.IsZero() && !next.Equal(d.guardAt) {
+	if next.IsZero() {
+		d.guardAt = time.Time{} // Run stops its timer
+	} else if !next.Equal(d.guardAt) {
 		d.guardAt = next
 		w.at(next, d.h.name+" guard round", func() {
 			d.when(false, func() {
 				if d.alive() && d.guardAt.Equal(next) {
-					d.guardAt = time.Time{}
+					d.guardAt, d.guardDue = time.Time{}, true
 					d.settle()
 				}
 			})
