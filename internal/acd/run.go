@@ -115,7 +115,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 		}
 	}
 	for _, s := range g.vips {
-		s.probes.count(g.now(), s.others.claim)
+		s.probes.count(now, s.others.claim)
 		soonest(s.nextProbe(g.DefendWait))
 		if s.denied() && (s.others.claim == nil || s.probes.sent.After(s.others.claim.Last)) {
 			if end := s.probes.sent.Add(AnswerWait); end.After(now) {

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/novaedge/cpvip/internal/bind"
+	"github.com/novaedge/cpvip/internal/testing/scenario"
 )
 
 // TestGuardScripts runs the scripted scenarios in testdata/guard: events
@@ -45,10 +46,7 @@ import (
 // HOST is self (this node), peer (192.0.2.12, a router of our group once
 // heard) or stranger; MAC is one of macNames.
 func TestGuardScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/guard", func(t *testing.T, path string) {
-		s := &guardScript{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	scenario.Walk(t, "testdata/guard", func() func(*testing.T, *datadriven.TestData) string { return (&guardScript{}).run })
 }
 
 var (
@@ -87,34 +85,8 @@ type guardScript struct {
 }
 
 func (s *guardScript) run(t *testing.T, d *datadriven.TestData) string {
-	arg := func(key string) (string, bool) {
-		for _, a := range d.CmdArgs {
-			if a.Key == key {
-				if len(a.Vals) == 0 {
-					return "", true
-				}
-				return a.Vals[0], true
-			}
-		}
-		return "", false
-	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v, ok := arg(key)
-		if !ok {
-			return def
-		}
-		x, err := time.ParseDuration(v)
-		if err != nil {
-			d.Fatalf(t, "%s: %v", key, err)
-		}
-		return x
-	}
-	first := func() string {
-		if len(d.CmdArgs) == 0 {
-			d.Fatalf(t, "%s needs an argument", d.Cmd)
-		}
-		return d.CmdArgs[0].Key
-	}
+	c := scenario.New(t, d)
+	arg, dur, first := c.Arg, c.Dur, c.First
 	host := func() *scriptHost {
 		h, ok := s.hosts[first()]
 		if !ok {

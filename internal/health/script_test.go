@@ -2,12 +2,13 @@ package health
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/novaedge/cpvip/internal/testing/scenario"
 )
 
 // TestJudgeScripts runs the scripted scenarios in testdata/judge: check
@@ -20,10 +21,7 @@ import (
 //	check passed|failed|refused|drained|hung [stalled] [took=D] [times=N]
 //	thresholds fail=N rise=N                       a reload (Judge.SetThresholds)
 func TestJudgeScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/judge", func(t *testing.T, path string) {
-		s := &judgeScript{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	scenario.Walk(t, "testdata/judge", func() func(*testing.T, *datadriven.TestData) string { return (&judgeScript{}).run })
 }
 
 // judgeScript is one scenario's judge and clock.
@@ -34,39 +32,8 @@ type judgeScript struct {
 }
 
 func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
-	arg := func(key string) (string, bool) {
-		for _, a := range d.CmdArgs {
-			if a.Key == key {
-				if len(a.Vals) == 0 {
-					return "", true
-				}
-				return a.Vals[0], true
-			}
-		}
-		return "", false
-	}
-	num := func(key string, def int) int {
-		v, ok := arg(key)
-		if !ok {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			d.Fatalf(t, "%s: %v", key, err)
-		}
-		return n
-	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v, ok := arg(key)
-		if !ok {
-			return def
-		}
-		x, err := time.ParseDuration(v)
-		if err != nil {
-			d.Fatalf(t, "%s: %v", key, err)
-		}
-		return x
-	}
+	c := scenario.New(t, d)
+	arg, num, dur := c.Arg, c.Int, c.Dur
 	if d.Cmd != "judge" && s.j == nil {
 		d.Fatalf(t, "no judge yet: start with judge")
 	}

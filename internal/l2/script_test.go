@@ -2,12 +2,13 @@ package l2
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/novaedge/cpvip/internal/testing/scenario"
 )
 
 // TestBurstScripts runs the scripted scenarios in testdata/burst: one
@@ -19,10 +20,7 @@ import (
 //	due [at=D] [wanted] [leading] [fresh]    the announcement due (at its time, or later at D): goes or not
 //	caughtup [wanted] [leading]              a late repeat's gates once the election read what was queued
 func TestBurstScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/burst", func(t *testing.T, path string) {
-		s := &burstScript{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	scenario.Walk(t, "testdata/burst", func() func(*testing.T, *datadriven.TestData) string { return (&burstScript{}).run })
 }
 
 // burstScript is one scenario's burst and clock.
@@ -35,29 +33,8 @@ type burstScript struct {
 }
 
 func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
-	arg := func(key string) (string, bool) {
-		for _, a := range d.CmdArgs {
-			if a.Key == key {
-				if len(a.Vals) == 0 {
-					return "", true
-				}
-				return a.Vals[0], true
-			}
-		}
-		return "", false
-	}
-	has := func(key string) bool { _, ok := arg(key); return ok }
-	dur := func(key string, def time.Duration) time.Duration {
-		v, ok := arg(key)
-		if !ok {
-			return def
-		}
-		x, err := time.ParseDuration(v)
-		if err != nil {
-			d.Fatalf(t, "%s: %v", key, err)
-		}
-		return x
-	}
+	c := scenario.New(t, d)
+	has, dur := c.Has, c.Dur
 	if d.Cmd != "burst" && s.b == nil {
 		d.Fatalf(t, "no burst yet: start with burst")
 	}
@@ -67,13 +44,7 @@ func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "burst":
 		*s = burstScript{b: NewBurst(burstStart), repeat: 1, gap: dur("gap", RepeatGap), refresh: dur("refresh", 0)}
-		if v, ok := arg("repeat"); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				d.Fatalf(t, "repeat: %v", err)
-			}
-			s.repeat = n
-		}
+		s.repeat = c.Int("repeat", 1)
 		return fmt.Sprintf("next due %s\n", s.due)
 	case "due":
 		if s.waiting {

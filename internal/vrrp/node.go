@@ -42,7 +42,7 @@ func (n *Node) Primaries(ps []netip.Addr, now time.Time) {
 }
 
 // Link looks at the interface now: deleted, made again, its carrier
-// (refresh, carrier), and carries out what that decided.
+// (refresh, carrier).
 func (n *Node) Link(now time.Time) {
 	n.refresh(now)
 	n.carrier(now)

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/novaedge/cpvip/internal/health"
+	"github.com/novaedge/cpvip/internal/testing/scenario"
 )
 
 // TestCoreScripts runs the scripted scenarios in testdata/core: events
@@ -34,10 +35,7 @@ import (
 //	until master|backup|initialize|fault [within=D]: runs the timers as they fall due
 //	shutdown
 func TestCoreScripts(t *testing.T) {
-	datadriven.Walk(t, "testdata/core", func(t *testing.T, path string) {
-		s := &script{}
-		datadriven.RunTest(t, path, s.run)
-	})
+	scenario.Walk(t, "testdata/core", func() func(*testing.T, *datadriven.TestData) string { return (&script{}).run })
 }
 
 // script is one scenario's core and clock.
@@ -52,34 +50,8 @@ type script struct {
 var scriptStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (s *script) run(t *testing.T, d *datadriven.TestData) string {
-	arg := func(key string) (string, bool) {
-		for _, a := range d.CmdArgs {
-			if a.Key == key {
-				if len(a.Vals) == 0 {
-					return "", true
-				}
-				return a.Vals[0], true
-			}
-		}
-		return "", false
-	}
-	dur := func(key string, def time.Duration) time.Duration {
-		v, ok := arg(key)
-		if !ok {
-			return def
-		}
-		x, err := time.ParseDuration(v)
-		if err != nil {
-			d.Fatalf(t, "%s: %v", key, err)
-		}
-		return x
-	}
-	first := func() string {
-		if len(d.CmdArgs) == 0 {
-			d.Fatalf(t, "%s needs an argument", d.Cmd)
-		}
-		return d.CmdArgs[0].Key
-	}
+	c := scenario.New(t, d)
+	arg, dur, first := c.Arg, c.Dur, c.First
 	if d.Cmd != "core" && s.c == nil {
 		d.Fatalf(t, "no core yet: start with core")
 	}

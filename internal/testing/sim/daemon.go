@@ -42,7 +42,6 @@ type daemon struct {
 	known        *acd.Known
 	rec          *reconcile.Reconciler
 	vips         []netip.Prefix
-	index        int // the interface at start
 	// wireIndex: the interface the conflict-check wires are open on
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
@@ -75,7 +74,7 @@ type daemon struct {
 // start runs a daemon on h with the host's configuration.
 func (h *host) start() *daemon {
 	s := h.s
-	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress, index: h.index,
+	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress,
 		bursts: map[netip.Addr]int{}}
 	h.d, h.goneAt = d, time.Time{}
 	log := newLogger(s.w, h.name)
@@ -93,7 +92,7 @@ func (h *host) start() *daemon {
 		d.guard = acd.NewGuard(vips, nil, d.known, func() time.Time { return s.w.now },
 			log.With("component", "acd"))
 		l2node.Guard(d.guard, h.cfg)
-		d.known.SetLink(d.index, h.mac)
+		d.known.SetLink(h.index, h.mac)
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
 		}
@@ -114,7 +113,7 @@ func (h *host) start() *daemon {
 	}
 	conns, primaries := make([]vrrp.Transport, len(d.vips)), make([]netip.Addr, len(d.vips))
 	for k := range d.vips {
-		conns[k], primaries[k] = &vrrpWire{d: d, k: k, index: d.index}, h.ip
+		conns[k], primaries[k] = &vrrpWire{d: d, k: k, index: h.index}, h.ip
 	}
 	d.vwire = conns[0].(*vrrpWire)
 	d.inst = vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp"))
