@@ -208,7 +208,6 @@ func (g *Guard) listen(ctx context.Context, vip netip.Addr) {
 			w.Close()
 			return
 		}
-		g.kick()
 		for {
 			c, err := w.Read()
 			if err != nil {
@@ -231,15 +230,26 @@ func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 	g.failed(vip, "Opening the conflict probe failed", err)
 }
 
-// Attach installs w as vip's wire (nil: none); false once the guard is
-// closing.
+// Attach installs w as vip's wire (nil: none) and wakes the guard; false
+// once the guard is closing. A wire that replaces one that failed probes
+// at once: nothing was heard while it failed, and a host that took the
+// VIP meanwhile and stays silent only answers a probe
+// (testdata/guard/wire-recovers.txt).
 func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.closed {
+		g.mu.Unlock()
 		return false
 	}
-	g.vips[vip].wire.conn = w
+	s := g.vips[vip]
+	s.wire.conn = w
+	if w != nil && !s.wire.failing.IsZero() {
+		s.probes.tried = time.Time{}
+	}
+	g.mu.Unlock()
+	if w != nil {
+		g.kick()
+	}
 	return true
 }
 

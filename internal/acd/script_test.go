@@ -40,7 +40,9 @@ import (
 //	                                 resolution gets no answer (the entry waits for neigh)
 //	neigh HOST [gone]                HOST's neighbour entry arrives (its MAC now), or goes
 //	link changed                     the interface changed (LinkChanged)
-//	wire ok|failing|none             the VIP's wire sends; cannot send; is not open
+//	wire ok|failing|none             the VIP's wire sends; cannot send (opened again
+//	                                 if it was not open); is not open (failed: opening
+//	                                 it failed)
 //	ask                              ProbeNow
 //
 // HOST is self (this node), peer (192.0.2.12, a router of our group once
@@ -156,9 +158,14 @@ func (s *guardScript) run(t *testing.T, d *datadriven.TestData) string {
 		switch first() {
 		case "ok", "failing":
 			s.w.failing = first() == "failing"
-			s.g.Attach(scriptVIP, s.w)
+			if s.g.vips[scriptVIP].wire.conn == nil {
+				s.g.Attach(scriptVIP, s.w) // opened again
+			}
 		case "none":
 			s.g.Attach(scriptVIP, nil)
+			if _, failed := arg("failed"); failed {
+				s.g.OpenFailed(scriptVIP, errors.New("no such device"))
+			}
 		default:
 			d.Fatalf(t, "wire %s", first())
 		}
