@@ -109,26 +109,25 @@ func (a *Announcer) SetGARP(repeat int, refresh time.Duration) {
 // router. When the election, caught up with what the kernel queued, still
 // has this node as the master holding vip, it announces vip again.
 func (a *Announcer) Contested(vip netip.Addr) {
-	a.again(vip, true, "Another router of our group announced the VIP: announcing it again")
+	a.again(vip, Again{Contest: true}, "Another router of our group announced the VIP: announcing it again")
 }
 
 // Defend is told that this node defends vip against another host's answer
 // (acd.Defend note, RFC 5227): it announces vip again, as Contested does,
 // however long it has been the master.
 func (a *Announcer) Defend(vip netip.Addr) {
-	a.again(vip, false, "Defending the VIP: announcing it again")
+	a.again(vip, Again{}, "Defending the VIP: announcing it again")
 }
 
 // again announces vip again once the election has read what the kernel
-// queued, if this node is still its master then and still wants it (and,
-// with contest, has been the master for a while).
-func (a *Announcer) again(vip netip.Addr, contest bool, msg string) {
+// queued, if it goes then (Again.Goes).
+func (a *Announcer) again(vip netip.Addr, req Again, msg string) {
 	ctx := a.running.Load()
 	if ctx == nil {
 		return
 	}
 	go func() {
-		if !a.caughtUp(*ctx, vip, time.Now()) || !a.leading() || (contest && a.opts.Contests != nil && !a.opts.Contests()) {
+		if !a.caughtUp(*ctx, time.Now()) || !req.Goes(a.loop.Wanted(vip), a.leading(), a.established()) {
 			return
 		}
 		a.log.Info(msg, "address", vip)
@@ -136,7 +135,8 @@ func (a *Announcer) again(vip netip.Addr, contest bool, msg string) {
 	}()
 }
 
-func (a *Announcer) leading() bool { return a.opts.Leading == nil || a.opts.Leading() }
+func (a *Announcer) leading() bool     { return a.opts.Leading == nil || a.opts.Leading() }
+func (a *Announcer) established() bool { return a.opts.Contests == nil || a.opts.Contests() }
 
 // Release makes this node give vip up.
 func (a *Announcer) Release(vip netip.Prefix) { a.loop.Set(vip, false) }
@@ -183,11 +183,9 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 			return
 		case <-t.C:
 		}
-		if !b.Goes(a.gates(b, vip)) { // let go; the step that stops the burst follows
-			return
-		}
-		if now := time.Now(); b.Late(now) && (!a.caughtUp(ctx, vip, now) || !a.leading()) {
-			return // caught up, the election may have made us a backup (a handover keeps the VIP wanted)
+		gates := func() Gates { return a.gates(b, vip) }
+		if !b.Go(time.Now, gates, func(now time.Time) bool { return a.caughtUp(ctx, now) }) {
+			return // let go (the step that stops the burst follows), or a backup now
 		}
 		if b.Self() && a.opts.Self != nil {
 			if self := a.opts.Self(vip); self.IsValid() {
@@ -214,13 +212,12 @@ func (a *Announcer) gates(b *Burst, vip netip.Addr) Gates {
 }
 
 // caughtUp waits, at most catchUpWait, until the election has read what
-// the kernel queued before now, and says whether the VIP is still wanted
-// then (false also when ctx ends).
-func (a *Announcer) caughtUp(ctx context.Context, vip netip.Addr, now time.Time) bool {
+// the kernel queued before now; false when ctx ends.
+func (a *Announcer) caughtUp(ctx context.Context, now time.Time) bool {
 	if a.opts.WaitCaughtUp != nil {
 		a.opts.WaitCaughtUp(ctx, now, catchUpWait)
 	}
-	return ctx.Err() == nil && a.loop.Wanted(vip)
+	return ctx.Err() == nil
 }
 
 func (a *Announcer) announce(ctx context.Context, vip netip.Addr) {

@@ -53,6 +53,19 @@ type Gates struct {
 // over.
 func (b *Burst) Goes(g Gates) bool { return g.Wanted && g.Leading && (b.sent == 0 || g.Fresh) }
 
+// Go says whether the announcement due goes: its gates first (Goes); a
+// repeat found late then waits until the election has read what the
+// kernel queued (caughtUp: false when it cannot wait) and asks its gates
+// again: the election may have made this node a backup meanwhile (a
+// handover keeps the VIP wanted). A burst that does not go is over.
+func (b *Burst) Go(now func() time.Time, gates func() Gates, caughtUp func(time.Time) bool) bool {
+	if !b.Goes(gates()) {
+		return false
+	}
+	t := now()
+	return !b.Late(t) || caughtUp(t) && b.Goes(gates())
+}
+
 // Self says whether the announcement due is the burst's first, which
 // announces our own address first (Options.Self).
 func (b *Burst) Self() bool { return b.sent == 0 }
@@ -77,4 +90,19 @@ func (b *Burst) Sent(now time.Time, repeat int, gap, refresh time.Duration) time
 		b.due = time.Time{}
 	}
 	return b.due
+}
+
+// Again is an announcement out of a burst's schedule: another router of
+// our group announced the VIP (Contest), or this node defends the VIP
+// against another host's answer (RFC 5227).
+type Again struct{ Contest bool }
+
+// Goes says whether the announcement goes, asked once the election has
+// read what the kernel queued: only the master announces a VIP it still
+// wants, and it answers another router's announcement only once it has
+// been the master for a while (established, vrrp.Established): one that
+// just took over may hear the router it replaced, alive after all, and
+// the election settles that.
+func (a Again) Goes(wanted, leading, established bool) bool {
+	return wanted && leading && (!a.Contest || established)
 }

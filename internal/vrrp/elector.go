@@ -40,15 +40,11 @@ func (e *Elector) WaitCaughtUp(ctx context.Context, t time.Time, max time.Durati
 	return e.inst.WaitCaughtUp(ctx, t, max)
 }
 
-// Leading says whether this node is the group's master now (l2.Options.Leading).
-func (e *Elector) Leading() bool { return e.inst.Status().State == Master }
+// Leading is Instance.Leading (l2.Options.Leading).
+func (e *Elector) Leading() bool { return e.inst.Leading() }
 
-// Established says whether this node is the group's master and has been
-// for a while (Established).
-func (e *Elector) Established() bool {
-	st := e.inst.Status()
-	return st.State == Master && Established(time.Since(st.Changed), e.inst.cfg.Interval)
-}
+// Established is Instance.Established now (l2.Options.Contests).
+func (e *Elector) Established() bool { return e.inst.Established(time.Now()) }
 
 // Established says whether a master for masterFor has been one longer
 // than a backup waits for a master (3 intervals and the skew at most):

@@ -345,6 +345,26 @@ func (i *Instance) Status() Status {
 	return s
 }
 
+// Leading says whether this node is the group's master now.
+func (i *Instance) Leading() bool {
+	state, _ := i.state()
+	return state == Master
+}
+
+// Established says whether this node is the group's master at now and has
+// been for a while (Established).
+func (i *Instance) Established(now time.Time) bool {
+	state, since := i.state()
+	return state == Master && Established(now.Sub(since), i.cfg.Interval)
+}
+
+// state is the election's state and when it last changed.
+func (i *Instance) state() (State, time.Time) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.status.State, i.status.Changed
+}
+
 type packet struct {
 	adv Advertisement
 	src netip.Addr

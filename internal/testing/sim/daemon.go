@@ -56,8 +56,6 @@ type daemon struct {
 	// generation checkGen (an earlier one is void).
 	checkIdle bool
 	checkGen  int
-	// masterSince: when the core last became master; zero: it is not.
-	masterSince time.Time
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
@@ -264,20 +262,25 @@ func (d *daemon) period() {
 
 // burst announces vip on l2's Burst schedule, as l2.Announcer.burst does.
 // A late repeat (a freeze) waits there until the election has read what
-// was queued (WaitCaughtUp): here it reads it (freeze.go). The send fails while the interface is gone and is tried
-// again (l2.Announcer.announce); one that goes out for a VIP this node has
-// not bound breaks the invariant.
+// was queued (WaitCaughtUp): here it reads it (freeze.go). The send fails
+// while the interface is gone and is tried again
+// (l2.Announcer.announce); one that goes out for a VIP this node has not
+// bound breaks the invariant.
 func (d *daemon) burst(vip netip.Addr) {
 	d.bursts[vip]++
 	gen, h, b := d.bursts[vip], d.h, l2.NewBurst(d.h.s.w.now)
 	var next func(try int)
+	now := func() time.Time { return h.s.w.now }
+	gates := func() l2.Gates {
+		return l2.Gates{Wanted: d.wanted(vip), Leading: h.role != ours || d.inst.Leading(), Fresh: d.rec.Fresh(vip)}
+	}
+	caughtUp := func(time.Time) bool {
+		d.read()
+		d.effects()
+		return true
+	}
 	next = func(try int) {
-		if try == 1 && b.Late(h.s.w.now) {
-			d.read()
-			d.effects()
-		}
-		gates := l2.Gates{Wanted: d.wanted(vip), Leading: h.role != ours || d.leading(), Fresh: d.rec.Fresh(vip)}
-		if d.bursts[vip] != gen || try == 1 && !b.Goes(gates) {
+		if d.bursts[vip] != gen || try == 1 && !b.Go(now, gates, caughtUp) {
 			return
 		}
 		if try == 1 && b.Self() && h.role == ours && h.iface && h.linked() {
@@ -576,14 +579,11 @@ func (v *vrrpWire) Carrier() (bool, error) {
 func (v *vrrpWire) Pending() bool { return false }
 func (v *vrrpWire) Close() error  { return nil }
 
-// changed follows the core's state for the announcer (leading) and checks
-// the invariants a takeover must keep.
+// changed checks the invariants a takeover must keep.
 func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
-	d.masterSince = time.Time{}
 	if to != vrrp.Master {
 		return
 	}
-	d.masterSince = now
 	inv := &d.h.s.inv
 	if d.h.role == ours && d.core.Took().NeedsSettled() && !d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
@@ -592,28 +592,21 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 		for _, h := range d.h.s.group {
 			seg := d.h.s.seg
 			hears := seg.loss == 0 && seg.side[h] == seg.side[d.h] && h.linked() && d.h.linked() && now.Sub(seg.faultAt) >= d.cfg.AdvertInterval
-			if h != d.h && hears && h.d != nil && !h.d.frozen() && h.d.leading() && now.Sub(h.d.masterSince) >= d.cfg.AdvertInterval {
-				inv.resumedBeside = fmt.Sprintf("%s resumed as master while %s had been master for %v", d.h.name, h.name, now.Sub(h.d.masterSince))
+			if h != d.h && hears && h.d != nil && !h.d.frozen() && h.d.inst.Leading() && now.Sub(h.d.inst.Status().Changed) >= d.cfg.AdvertInterval {
+				inv.resumedBeside = fmt.Sprintf("%s resumed as master while %s had been master for %v", d.h.name, h.name, now.Sub(h.d.inst.Status().Changed))
 			}
 		}
 	}
 }
 
-// leading is l2.Options.Leading (vrrp.Elector.Leading): only the master
-// announces.
-func (d *daemon) leading() bool { return !d.masterSince.IsZero() }
-
-// announceAgain is l2.Announcer.Contested (contest) and Defend: vip is
-// announced again if this node is its master (for more than 4 intervals,
-// to contest: vrrp.Elector.Established) and wants it, once the election
-// has read what was queued (WaitCaughtUp; freeze.go).
+// announceAgain is l2.Announcer.Contested (contest) and Defend: once the
+// election has read what was queued (WaitCaughtUp; freeze.go), vip is
+// announced again if it goes (l2.Again).
 func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
 	d.read()
 	d.effects()
-	if !d.leading() || (contest && !vrrp.Established(d.h.s.w.now.Sub(d.masterSince), d.cfg.AdvertInterval)) {
-		return
-	}
-	if d.loop.Again(vip) {
+	again := l2.Again{Contest: contest}
+	if again.Goes(d.wanted(vip), d.inst.Leading(), d.inst.Established(d.h.s.w.now)) && d.loop.Again(vip) {
 		d.poke("announce again")
 	}
 }

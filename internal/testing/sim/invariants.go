@@ -312,7 +312,7 @@ func (s *sim) expect(f fault, t *host) {
 		// still hears the frozen node's kernel).
 		thaw := start.Add(f.Dur)
 		gone := func() bool {
-			return !t.holds(vip4.Addr()) && slices.ContainsFunc(s.group, func(h *host) bool { return h != t && h.d != nil && h.d.leading() })
+			return !t.holds(vip4.Addr()) && slices.ContainsFunc(s.group, func(h *host) bool { return h != t && h.d != nil && h.d.inst.Leading() })
 		}
 		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
 			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
