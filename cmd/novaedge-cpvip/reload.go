@@ -4,12 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/status"
-	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
 // live is what a reload may change in the running daemon; the L2 parts are
@@ -17,12 +17,28 @@ import (
 type live struct {
 	level     *slog.LevelVar
 	checkers  []tuner // the node's own check, and spreading's of the other apiservers
-	elector   *vrrp.Elector
+	elector   electorTuner
 	announcer *l2.Announcer
 }
 
 // tuner takes a reload's health timing.
 type tuner interface{ Tune(health.Timing) }
+
+// electorTuner takes a reload's election settings (vrrp.Elector).
+type electorTuner interface {
+	SetPriority(uint8)
+	SetPreempt(bool)
+	SetSettleWithin(time.Duration)
+}
+
+// electorTuner is the election a reload retunes: nil in bgp mode (an
+// interface holding a nil *vrrp.Elector is not nil: apply would call it).
+func (d *daemon) electorTuner() electorTuner {
+	if d.vrrp == nil {
+		return nil
+	}
+	return d.vrrp
+}
 
 // tuners are the health checks a reload retimes.
 func (d *daemon) tuners() []tuner {
