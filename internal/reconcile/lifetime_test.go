@@ -267,3 +267,34 @@ func TestResumeWithOneVIPMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeRenewsAloneOrPasses: woken by its renewal timer the loop renews
+// alone when that suffices (no listing), and passes when only a pass can
+// tell (a lifetime that may have run out); it returns when the renewal is
+// due next.
+func TestWakeRenewsAloneOrPasses(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	r, c := lifetimeRec(f)
+	var lapsed []netip.Prefix
+	l := NewLoop(r, nil, time.Hour, Hooks{Lapsed: func(vip netip.Prefix) { lapsed = append(lapsed, vip) }})
+	l.Hold(vip4)
+	if at := l.Wake(false); !at.Equal(epoch.Add(500 * time.Millisecond)) {
+		t.Fatalf("renewal due at %v, want 500ms", at.Sub(epoch))
+	}
+	f.Take()
+	f.Fail(nil, errors.New("no listing wanted"))
+	c.t = epoch.Add(500 * time.Millisecond)
+	if at := l.Wake(true); !at.Equal(epoch.Add(time.Second)) {
+		t.Fatalf("next renewal at %v, want 1s", at.Sub(epoch))
+	}
+	if got := f.Take(); !slices.Equal(got, []string{"add 192.0.2.100/32 for 3s"}) {
+		t.Fatalf("renewal: %q, want the lifetime set again without a pass", got)
+	}
+	f.Fail(nil, nil)
+	_ = f.Del(vip4) // ran out while the process did not run
+	c.t = epoch.Add(4 * time.Second)
+	l.Wake(true)
+	if !slices.Equal(lapsed, []netip.Prefix{vip4}) {
+		t.Fatalf("a late renewal lapsed %v, want a pass that finds %s ran out", lapsed, vip4)
+	}
+}

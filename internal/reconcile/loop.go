@@ -57,6 +57,10 @@ type Loop struct {
 	mu    sync.Mutex // guards words
 	words *Words
 	poke  chan struct{}
+	// linkUp: the link came up and the held VIPs are still to be
+	// announced again (a pass could not read the interface yet); the
+	// goroutine that wakes the loop owns it.
+	linkUp bool
 }
 
 // NewLoop returns a Loop over rec, woken by events and every period.
@@ -119,39 +123,57 @@ func (l *Loop) Run(ctx context.Context) {
 	defer t.Close()
 	renew := quietio.NewTimer(time.Hour) // armed while a held VIP has a lifetime
 	defer renew.Close()
-	linkUp, renewOnly := false, false
+	renewing := false
 	for {
-		if !renewOnly || !l.Renew() {
-			linkUp = l.Pass(linkUp)
-		}
-		renewOnly = false
-		if at := l.rec.RenewAt(); at.IsZero() {
+		if at := l.Wake(renewing); at.IsZero() {
 			renew.Stop()
 		} else {
 			renew.Reset(time.Until(at))
 		}
+		renewing = false
 		select {
 		case <-ctx.Done():
 			l.releaseAll()
 			return
 		case <-l.poke:
 		case <-renew.C():
-			renewOnly = true
+			renewing = true
 		case <-t.C():
 		case ev, ok := <-l.events:
 			if !ok {
 				l.events = nil
 			}
-			linkUp = linkUp || ev == LinkUp
+			l.Told(ev)
 		}
 	}
+}
+
+// Told takes a kernel event: after the link came up every held VIP is
+// announced again (the next pass that can read the interface). Called by
+// the goroutine that wakes the loop.
+func (l *Loop) Told(ev Event) {
+	if ev == LinkUp {
+		l.linkUp = true
+	}
+}
+
+// Wake runs what is due when the loop wakes: a pass; when only the
+// lifetimes' renewal woke it (renewing), the renewal alone if that
+// suffices (Renew). It returns when the renewal is due next; zero: none.
+// Run calls it; a driver of its own (the simulation) may, from one
+// goroutine.
+func (l *Loop) Wake(renewing bool) time.Time {
+	if !renewing || !l.Renew() {
+		l.linkUp = l.Pass(l.linkUp)
+	}
+	return l.rec.RenewAt()
 }
 
 // Pass is one pass: it takes the election's words, runs the Before hook
 // and the step, lets go of the VIPs whose lifetime ran out, and announces
 // again what was asked (all held VIPs with linkUp: the link came up). It
 // returns whether linkUp is still to announce (the pass could not read the
-// interface). Run calls it; a driver of its own (the simulation) may.
+// interface). Wake calls it.
 func (l *Loop) Pass(linkUp bool) bool {
 	desired, again := l.snapshot()
 	changes := l.apply(desired)

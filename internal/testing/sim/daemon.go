@@ -51,7 +51,6 @@ type daemon struct {
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
-	linkUp  bool
 	// checkIdle: the health checker waits for its next check, the one of
 	// generation checkGen (an earlier one is void).
 	checkIdle bool
@@ -210,41 +209,33 @@ func (d *daemon) poke(string) {
 	d.after(loopDelay, "reconcile", d.step)
 }
 
-// step is one pass of the daemon's reconcile.Loop (Loop.Pass, with
-// l2.Hooks): the bind decision for every VIP, the
-// announcements of what it bound, the re-announcements asked for.
+// step is the reconcile goroutine woken by a poke (reconcile.Loop.Wake,
+// with l2.Hooks): the bind decision for every VIP, the announcements of
+// what it bound, the re-announcements asked for.
 func (d *daemon) step() {
 	d.stepDue = false
+	d.wake(false)
+}
+
+// wake runs Loop.Wake (renewing: its renewal timer fired) and sets the
+// renewal's timer as Loop.Run does. A VIP whose lifetime ran out is bound
+// again by the election, once it has read what was queued, if it is
+// still the master.
+func (d *daemon) wake(renewing bool) {
 	d.lapsed = false
-	d.linkUp = d.loop.Pass(d.linkUp)
-	d.armRenew()
-	if d.lapsed { // the election, once it has read what was queued, binds it again if still master
-		d.node.Lapsed(d.read)
-		d.effects()
-		d.settle()
-	}
-}
-
-// renew is Loop.Run's renewal: the lifetimes set again without a pass,
-// or a pass when only one can tell.
-func (d *daemon) renew() {
-	if !d.loop.Renew() {
-		d.step()
-		return
-	}
-	d.armRenew()
-}
-
-// armRenew sets the renewal's timer (Loop.Run's).
-func (d *daemon) armRenew() {
-	if at := d.rec.RenewAt(); !at.IsZero() && !at.Equal(d.renewAt) {
+	if at := d.loop.Wake(renewing); !at.IsZero() && !at.Equal(d.renewAt) {
 		d.renewAt = at
 		d.after(at.Sub(d.h.s.w.now), "renew", func() {
 			if d.renewAt.Equal(at) {
 				d.renewAt = time.Time{}
-				d.renew()
+				d.wake(true)
 			}
 		})
+	}
+	if d.lapsed {
+		d.node.Lapsed(d.read)
+		d.effects()
+		d.settle()
 	}
 }
 
@@ -367,7 +358,7 @@ func (d *daemon) linkChanged() {
 		d.known.SetLink(h.index, h.mac)
 	}
 	if h.linked() {
-		d.linkUp = true
+		d.loop.Told(reconcile.LinkUp)
 		d.poke("link up")
 	}
 	if d.guard != nil {
