@@ -134,7 +134,7 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 // cannot say it is free: another host keeps it from us, or no probe went
 // unanswered since the link changed. Counted from the latest
 // attempt: a wire that is closed or failing is tried again on the same
-// schedule, not at once.
+// schedule, not at once (until one opens again: Attach).
 //
 // After a defence, none for defendWait: the host we defended against, when
 // it is a router of our group that took the VIP on lost advertisements,
@@ -231,10 +231,11 @@ func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 }
 
 // Attach installs w as vip's wire (nil: none) and wakes the guard; false
-// once the guard is closing. A wire that replaces one that failed probes
-// at once: nothing was heard while it failed, and a host that took the
-// VIP meanwhile and stays silent only answers a probe
-// (testdata/guard/wire-recovers.txt).
+// once the guard is closing. A wire that replaces one that failed, when a
+// probe due meanwhile did not go, probes at once: nothing was heard while
+// it failed, and a host that took the VIP meanwhile and stays silent only
+// answers a probe. A wire reopened after a read error with its probes
+// going keeps their schedule (testdata/guard/wire-recovers.txt).
 func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	g.mu.Lock()
 	if g.closed {
@@ -243,7 +244,7 @@ func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	}
 	s := g.vips[vip]
 	s.wire.conn = w
-	if w != nil && !s.wire.failing.IsZero() {
+	if w != nil && !s.wire.failing.IsZero() && s.probes.tried.After(s.probes.sent) {
 		s.probes.tried = time.Time{}
 	}
 	g.mu.Unlock()
