@@ -170,7 +170,7 @@ func (a *Announcer) stopBurst(vip netip.Addr) {
 }
 
 // burst announces vip on the Burst's schedule until ctx ends or the VIP
-// is no longer to be announced (Burst.Goes). A failed announcement is
+// is no longer to be announced (Burst.Go). A failed announcement is
 // retried SendTries times RetryGap apart before it counts as
 // sent-and-failed.
 func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {

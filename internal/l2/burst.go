@@ -19,7 +19,7 @@ const (
 // lateRepeat: a repeat due longer ago than this waits, at most
 // catchUpWait, until the election has read what the kernel queued (the
 // process did not run: frozen, a VM paused, a starved host), and goes only
-// if the VIP is still wanted then. Meanwhile another node may have taken
+// if its gates still open then (Burst.Go). Meanwhile another node may have taken
 // the VIP over; our election learns that in another goroutine
 // (vrrp.Instance.drain), and a gratuitous ARP of ours sent first would
 // pull the neighbours to a node about to let the VIP go.

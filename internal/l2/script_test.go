@@ -13,12 +13,13 @@ import (
 
 // TestBurstScripts runs the scripted scenarios in testdata/burst: one
 // VIP's announcement schedule (Burst) on a manual clock, asked what the
-// rest of the node says each time an announcement is due (Gates), as
-// Announcer.burst asks it. Regenerate the expected output with -rewrite.
+// rest of the node says each time an announcement is due (Gates), asked
+// through Burst.Go as Announcer.burst asks it. Regenerate the expected
+// output with -rewrite.
 //
 //	burst [repeat=N] [gap=D] [refresh=D]     a takeover at 0s (1, RepeatGap, 0)
-//	due [at=D] [wanted] [leading] [fresh]    the announcement due (at its time, or later at D): goes or not
-//	caughtup [wanted] [leading]              a late repeat's gates once the election read what was queued
+//	due [at=D] [wanted] [leading] [fresh]    the announcement due (at its time, or later at D): goes, does not, or waits (late)
+//	caughtup [wanted] [leading] [fresh]      a late repeat's gates once the election read what was queued
 func TestBurstScripts(t *testing.T) {
 	scenario.Walk(t, "testdata/burst", func() func(*testing.T, *datadriven.TestData) string { return (&burstScript{}).run })
 }
@@ -30,11 +31,16 @@ type burstScript struct {
 	gap, refresh  time.Duration
 	due, now      time.Duration // the next announcement's time, the clock (zero: the takeover)
 	over, waiting bool          // the burst ended; a late repeat waits for the election
+	first         Gates         // the gates the due announcement found
 }
+
+// clock is the scenario's time (Burst.Go's now).
+func (s *burstScript) clock() time.Time { return burstStart.Add(s.now) }
 
 func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
 	c := scenario.New(t, d)
 	has, dur := c.Has, c.Dur
+	gates := func() Gates { return Gates{Wanted: has("wanted"), Leading: has("leading"), Fresh: has("fresh")} }
 	if d.Cmd != "burst" && s.b == nil {
 		d.Fatalf(t, "no burst yet: start with burst")
 	}
@@ -54,13 +60,14 @@ func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
 		if s.now < s.due {
 			d.Fatalf(t, "at %s: before the announcement is due (%s)", s.now, s.due)
 		}
-		g := Gates{Wanted: has("wanted"), Leading: has("leading"), Fresh: has("fresh")}
-		if !s.b.Goes(g) {
-			return s.end("does not go")
-		}
-		if s.b.Late(burstStart.Add(s.now)) {
-			s.waiting = true
+		s.first = gates()
+		// Go stops where a late repeat waits; caughtup asks it again.
+		goes := s.b.Go(s.clock, func() Gates { return s.first }, func(time.Time) bool { s.waiting = true; return false })
+		switch {
+		case s.waiting:
 			return fmt.Sprintf("%s late by %s: waits until the election has read what was queued\n", s.now, s.now-s.due)
+		case !goes:
+			return s.end("does not go")
 		}
 		return s.announce()
 	case "caughtup":
@@ -68,7 +75,14 @@ func (s *burstScript) run(t *testing.T, d *datadriven.TestData) string {
 			d.Fatalf(t, "no late repeat waits")
 		}
 		s.waiting = false
-		if !has("wanted") || !has("leading") {
+		asked, then := 0, gates()
+		next := func() Gates {
+			if asked++; asked == 1 {
+				return s.first
+			}
+			return then
+		}
+		if !s.b.Go(s.clock, next, func(time.Time) bool { return true }) {
 			return s.end("does not go")
 		}
 		return s.announce()

@@ -44,3 +44,35 @@ func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
 		t.Fatalf("after the catch-up: %d reads, %v; want the taker read first and the node stepped back", reads, core.State())
 	}
 }
+
+// TestEstablishedAfterFourIntervals: the node is established (answers
+// another router's announcement of the VIP) once it has been the master
+// for four advertisement intervals, as its published status says.
+func TestEstablishedAfterFourIntervals(t *testing.T) {
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100,
+		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := inst.Node(func(netip.Prefix, bool) {}, t0)
+	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	core := n.Core()
+	core.Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
+	n.Apply(t0)
+	var took time.Time
+	for core.State() != Master {
+		if inst.Leading() || inst.Established(core.Deadline().Add(time.Hour)) {
+			t.Fatal("leading before it took over")
+		}
+		took = core.Deadline()
+		core.Timeout(took)
+	}
+	n.Apply(took)
+	if !inst.Leading() {
+		t.Fatal("the master is not leading")
+	}
+	if inst.Established(took.Add(4*time.Second - time.Millisecond)) {
+		t.Fatal("established before four intervals as master")
+	}
+	if !inst.Established(took.Add(4 * time.Second)) {
+		t.Fatal("not established after four intervals as master")
+	}
+}
