@@ -31,6 +31,11 @@ type electorTuner interface {
 	SetSettleWithin(time.Duration)
 }
 
+// live is what a reload may change in d.
+func (d *daemon) live(level *slog.LevelVar) live {
+	return live{level: level, checkers: d.tuners(), elector: d.electorTuner(), announcer: d.l2}
+}
+
 // electorTuner is the election a reload retunes: nil in bgp mode (an
 // interface holding a nil *vrrp.Elector is not nil: apply would call it).
 func (d *daemon) electorTuner() electorTuner {

@@ -37,11 +37,12 @@ func TestReloadOfHealthIntervalRetimesSettleWithin(t *testing.T) {
 // TestReloadInBGPModeHasNoElector: without VRRP the reload's elector is nil,
 // so a changed election setting touches nothing.
 func TestReloadInBGPModeHasNoElector(t *testing.T) {
-	d := &daemon{}
-	if d.electorTuner() != nil {
+	p := (&daemon{}).live(new(slog.LevelVar))
+	p.checkers = nil // this daemon has no health checker to retime
+	if p.elector != nil {
 		t.Fatal("no vrrp.Elector, yet the reload has an elector")
 	}
-	live{level: new(slog.LevelVar), elector: d.electorTuner()}.apply(
+	p.apply(
 		&config.Config{HealthInterval: time.Second, Priority: 100},
 		&config.Config{HealthInterval: 3 * time.Second, Priority: 120, Preempt: true})
 }

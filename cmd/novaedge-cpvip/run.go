@@ -85,7 +85,7 @@ func run(args []string, stderr io.Writer) int {
 			f(r)
 		}
 	}
-	go reloadOn(ctx, hup, reloader, cfg, live{level: level, checkers: d.tuners(), elector: d.electorTuner(), announcer: d.l2},
+	go reloadOn(ctx, hup, reloader, cfg, d.live(level),
 		&d.reloads, log.With("component", "reload"))
 	log.Info("Starting control-plane VIP manager", "vip", cfg.VIPAddress.String(), "mode", cfg.Mode, "version", version)
 	// Spreading ends after the agent's handover: its connections would

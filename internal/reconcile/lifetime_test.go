@@ -189,15 +189,15 @@ func TestLoopDoesNotRenewWhatItLetGo(t *testing.T) {
 	r, c := lifetimeRec(f)
 	l := NewLoop(r, nil, time.Hour, Hooks{})
 	l.Hold(vip4)
-	l.Pass(false)
+	l.pass(false)
 	f.Fail(nil, errors.New("no such device"))
 	l.Set(vip4, false)
-	l.Pass(false)
+	l.pass(false)
 	f.Fail(nil, nil)
 	f.Del(vip4) // made again: without the VIP
 	f.Take()
 	c.t = epoch.Add(500 * time.Millisecond)
-	if l.Renew() {
+	if l.renew() {
 		t.Fatal("renewed instead of asking for a pass")
 	}
 	if got := f.Take(); len(got) != 0 {

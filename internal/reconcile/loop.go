@@ -159,35 +159,35 @@ func (l *Loop) Told(ev Event) {
 
 // Wake runs what is due when the loop wakes: a pass; when only the
 // lifetimes' renewal woke it (renewing), the renewal alone if that
-// suffices (Renew). It returns when the renewal is due next; zero: none.
+// suffices (renew). It returns when the renewal is due next; zero: none.
 // Run calls it; a driver of its own (the simulation) may, from one
 // goroutine.
 func (l *Loop) Wake(renewing bool) time.Time {
-	if !renewing || !l.Renew() {
-		l.linkUp = l.Pass(l.linkUp)
+	if !renewing || !l.renew() {
+		l.linkUp = l.pass(l.linkUp)
 	}
 	return l.rec.RenewAt()
 }
 
-// Pass is one pass: it takes the election's words, runs the Before hook
+// pass is one pass: it takes the election's words, runs the Before hook
 // and the step, lets go of the VIPs whose lifetime ran out, and announces
 // again what was asked (all held VIPs with linkUp: the link came up). It
 // returns whether linkUp is still to announce (the pass could not read the
 // interface). Wake calls it.
-func (l *Loop) Pass(linkUp bool) bool {
+func (l *Loop) pass(linkUp bool) bool {
 	desired, again := l.snapshot()
 	changes := l.apply(desired)
 	l.lapse(changes)
 	return l.reannounce(desired, again, changes, linkUp)
 }
 
-// Renew renews the lifetimes due, without a pass over the interface's
+// renew renews the lifetimes due, without a pass over the interface's
 // addresses (half the system calls and garbage of a pass, twice a second
 // on the holder), reporting failures; false when a pass is needed instead
 // (a VIP's lifetime may have run out: only a pass, which reads the
 // interface, tells; or the election let go of a VIP still held: only a
 // pass removes it). It renews with the election's latest word.
-func (l *Loop) Renew() bool {
+func (l *Loop) renew() bool {
 	l.mu.Lock()
 	wanted := l.words.Held()
 	l.mu.Unlock()

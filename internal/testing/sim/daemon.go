@@ -46,7 +46,7 @@ type daemon struct {
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
 
-	loop    *reconcile.Loop    // run by passes (Pass, Renew), not by its goroutine
+	loop    *reconcile.Loop    // woken by the simulation (Wake, Told), not by its goroutine
 	lapsed  bool               // the latest pass let a VIP go whose lifetime ran out
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
