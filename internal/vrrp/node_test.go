@@ -16,13 +16,8 @@ import (
 // meanwhile sees the taker before anything else it does (it steps back,
 // Machine.wasAbsent), and a timer not due reads nothing.
 func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
-	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100,
-		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := inst.Node(func(netip.Prefix, bool) {}, t0)
-	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	_, n, t0 := healthyNode()
 	core := n.Core()
-	core.Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
 	for core.State() != Master {
 		core.Timeout(core.Deadline())
 	}
@@ -49,13 +44,8 @@ func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
 // another router's announcement of the VIP) once it has been the master
 // for four advertisement intervals, as its published status says.
 func TestEstablishedAfterFourIntervals(t *testing.T) {
-	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100,
-		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	n := inst.Node(func(netip.Prefix, bool) {}, t0)
-	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	inst, n, t0 := healthyNode()
 	core := n.Core()
-	core.Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
 	n.Apply(t0)
 	var took time.Time
 	for core.State() != Master {
@@ -75,4 +65,16 @@ func TestEstablishedAfterFourIntervals(t *testing.T) {
 	if !inst.Established(took.Add(4 * time.Second)) {
 		t.Fatal("not established after four intervals as master")
 	}
+}
+
+// healthyNode is the node of one instance (192.0.2.11, priority 100,
+// advertisements every second) told at t0 that its apiserver is healthy.
+func healthyNode() (*Instance, *Node, time.Time) {
+	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100,
+		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := inst.Node(func(netip.Prefix, bool) {}, t0)
+	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	n.Core().Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
+	return inst, n, t0
 }
