@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -143,5 +144,33 @@ func TestLoop(t *testing.T) {
 	<-done
 	if addrs, _ := f.List(); !slices.Equal(addrs, []netip.Prefix{nodeIP}) {
 		t.Errorf("after Run returned: %v", addrs)
+	}
+}
+
+// TestLinkUpWaitsForAPassThatReadsTheInterface: after the link came up the
+// held VIPs are announced again by the first pass that can read the
+// interface, not forgotten by one that cannot.
+func TestLinkUpWaitsForAPassThatReadsTheInterface(t *testing.T) {
+	f := reconciletest.New(nodeIP)
+	var got []string
+	l := NewLoop(New(f, []netip.Prefix{vip4}), nil, time.Hour, Hooks{Reannounce: func(held []netip.Prefix, reason string) {
+		got = append(got, fmt.Sprint(held, " ", reason))
+	}})
+	l.Hold(vip4)
+	l.Wake(false)
+	l.Told(LinkUp)
+	f.Fail(nil, errors.New("no such device"))
+	l.Wake(false)
+	if len(got) != 0 {
+		t.Fatalf("announced %q from a pass that could not read the interface", got)
+	}
+	f.Fail(nil, nil)
+	l.Wake(false)
+	if want := []string{"[192.0.2.100/32] link up"}; !slices.Equal(got, want) {
+		t.Fatalf("after the link came up: %q, want %q", got, want)
+	}
+	l.Wake(false)
+	if len(got) != 1 {
+		t.Fatalf("announced again without news: %q", got)
 	}
 }
