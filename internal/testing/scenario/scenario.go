@@ -40,29 +40,27 @@ func (c Cmd) Has(key string) bool { _, ok := c.Arg(key); return ok }
 // Dur returns the argument key as a duration, def without it; a value
 // that does not parse fails the test.
 func (c Cmd) Dur(key string, def time.Duration) time.Duration {
-	v, ok := c.Arg(key)
-	if !ok {
-		return def
-	}
-	x, err := time.ParseDuration(v)
-	if err != nil {
-		c.d.Fatalf(c.t, "%s: %v", key, err)
-	}
-	return x
+	return parsed(c, key, def, time.ParseDuration)
 }
 
 // Int returns the argument key as an integer, def without it; a value
 // that does not parse fails the test.
 func (c Cmd) Int(key string, def int) int {
+	return parsed(c, key, def, strconv.Atoi)
+}
+
+// parsed returns the argument key read by parse, def without it; a value
+// that does not parse fails the test.
+func parsed[T any](c Cmd, key string, def T, parse func(string) (T, error)) T {
 	v, ok := c.Arg(key)
 	if !ok {
 		return def
 	}
-	n, err := strconv.Atoi(v)
+	x, err := parse(v)
 	if err != nil {
 		c.d.Fatalf(c.t, "%s: %v", key, err)
 	}
-	return n
+	return x
 }
 
 // First returns the command's first argument's key (its object); none
