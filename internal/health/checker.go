@@ -129,6 +129,12 @@ type Transition struct {
 	// an apiserver failing on time-outs that is then killed (refused) stays
 	// unhealthy, but its holder now hands the VIP over at once.
 	Certain bool
+	// InDoubt: the apiserver closed the kept connection and the check that
+	// prompted has not answered yet: its process may be going away
+	// (killed, shutting down). Sent when it begins (Judge.Closed) and
+	// cleared by the transition of that check's result, sent whatever it
+	// says.
+	InDoubt bool
 	Last    Result
 }
 
@@ -375,6 +381,9 @@ func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 		c.observe(ctx, r, out)
 		if c.probe.idle(ctx, start.Add(c.judge.Next(c.cfg.Interval, c.cfg.FastInterval))) {
 			c.log.Debug("API server closed the kept connection, checking now")
+			if tr, doubt := c.judge.Closed(); doubt {
+				send(ctx, out, tr)
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -387,7 +396,7 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.OnResult(r)
 	}
 	prev := c.judge.State()
-	tr, send := c.judge.Observe(r)
+	tr, ok := c.judge.Observe(r)
 	c.mu.Lock()
 	c.stats.State, c.stats.Settled, c.stats.Last = c.judge.State(), c.judge.Settled(), r
 	if r.OK() {
@@ -404,10 +413,15 @@ func (c *Checker) observe(ctx context.Context, r Result, out chan<- Transition) 
 		c.log.Log(ctx, lvl, "Health check failed", "url", c.cfg.URL, "reason", r.Reason,
 			"consecutive", c.judge.Failures(), "threshold", c.cfg.FailThreshold)
 	}
-	if send {
-		select {
-		case out <- tr:
-		case <-ctx.Done():
-		}
+	if ok {
+		send(ctx, out, tr)
+	}
+}
+
+// send hands tr to the election unless ctx ends first.
+func send(ctx context.Context, out chan<- Transition, tr Transition) {
+	select {
+	case out <- tr:
+	case <-ctx.Done():
 	}
 }

@@ -181,3 +181,40 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 		t.Fatal("no connection: nothing to report")
 	}
 }
+
+// TestRunSaysInDoubtWhileTheCheckAfterACloseRuns: the apiserver closing
+// the kept connection sends a transition in doubt at once, before the
+// check it starts; that check's result ends the doubt, even a pass that
+// changes nothing else.
+func TestRunSaysInDoubtWhileTheCheckAfterACloseRuns(t *testing.T) {
+	api := &readyAPI{}
+	api.set(200, 200, "ok")
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	c := newDrainChecker(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan Transition)
+	done := make(chan struct{})
+	go func() { c.Run(ctx, out); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	next := func() Transition {
+		t.Helper()
+		select {
+		case tr := <-out:
+			return tr
+		case <-time.After(5 * time.Second):
+			t.Fatal("no transition")
+		}
+		return Transition{}
+	}
+	if tr := next(); tr.State != Healthy || tr.InDoubt {
+		t.Fatalf("first transition %+v, want healthy", tr)
+	}
+	srv.CloseClientConnections()
+	if tr := next(); tr.State != Healthy || !tr.InDoubt || tr.Changed {
+		t.Fatalf("after the close: %+v, want healthy in doubt, unchanged", tr)
+	}
+	if tr := next(); tr.State != Healthy || tr.InDoubt {
+		t.Fatalf("after the check: %+v, want healthy, no longer in doubt", tr)
+	}
+}

@@ -20,6 +20,7 @@ import (
 //	judge [fail=N] [rise=N] [interval=D] [fast=D]   a new judge (3, 1, 1s, 100ms: the defaults)
 //	check passed|failed|refused|drained|hung [stalled] [took=D] [times=N]
 //	thresholds fail=N rise=N                       a reload (Judge.SetThresholds)
+//	closed                                         the apiserver closes the kept connection as the last check ends (Judge.Closed): the next check starts then
 func TestJudgeScripts(t *testing.T) {
 	scenario.Walk(t, "testdata/judge", func() func(*testing.T, *datadriven.TestData) string { return (&judgeScript{}).run })
 }
@@ -29,6 +30,7 @@ type judgeScript struct {
 	j              *Judge
 	interval, fast time.Duration
 	next           time.Duration // when the next check starts, from the scenario's start
+	ended          time.Duration // when the last check ended
 }
 
 func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
@@ -42,6 +44,10 @@ func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
 		s.j = NewJudge(num("fail", 3), num("rise", 1))
 		s.interval, s.fast, s.next = dur("interval", time.Second), dur("fast", 100*time.Millisecond), 0
 		return s.state()
+	case "closed":
+		s.next = s.ended
+		tr, ok := s.j.Closed()
+		return fmt.Sprintf("%s closed: %s", s.ended, transition(tr, ok)) + s.state()
 	case "thresholds":
 		s.j.SetThresholds(num("fail", 3), num("rise", 1))
 		return s.state()
@@ -69,22 +75,32 @@ func (s *judgeScript) run(t *testing.T, d *datadriven.TestData) string {
 			if r.Duration > 0 {
 				fmt.Fprintf(&b, " took %s", r.Duration)
 			}
-			if tr, ok := s.j.Observe(r); ok {
-				fmt.Fprintf(&b, ": %s", tr.State)
-				if tr.Changed {
-					b.WriteString(" (changed)")
-				}
-				fmt.Fprintf(&b, " settled=%v certain=%v\n", tr.Settled, tr.Certain)
-			} else {
-				b.WriteString(": no transition\n")
-			}
-			s.next = start + max(s.j.Next(s.interval, s.fast), r.Duration)
+			tr, ok := s.j.Observe(r)
+			b.WriteString(": " + transition(tr, ok))
+			s.next, s.ended = start+max(s.j.Next(s.interval, s.fast), r.Duration), start+r.Duration
 		}
 		return b.String() + s.state()
 	default:
 		d.Fatalf(t, "unknown command %s", d.Cmd)
 	}
 	return ""
+}
+
+// transition prints what the judge returned.
+func transition(tr Transition, ok bool) string {
+	if !ok {
+		return "no transition\n"
+	}
+	var b strings.Builder
+	b.WriteString(tr.State.String())
+	if tr.Changed {
+		b.WriteString(" (changed)")
+	}
+	fmt.Fprintf(&b, " settled=%v certain=%v", tr.Settled, tr.Certain)
+	if tr.InDoubt {
+		b.WriteString(" in doubt")
+	}
+	return b.String() + "\n"
 }
 
 // state prints the judge's state, settledness, failures counted and when

@@ -154,6 +154,10 @@ type Judge struct {
 	// sentSettled, sentCertain: the Settled and Certain of the latest
 	// transition returned.
 	sentSettled, sentCertain bool
+	// inDoubt: Closed returned a transition in doubt and no result has
+	// been observed since; last: the latest result observed.
+	inDoubt bool
+	last    Result
 }
 
 // NewJudge returns the rule for fail and rise consecutive results.
@@ -165,15 +169,29 @@ func (j *Judge) SetThresholds(fail, rise int) { j.thr.fail, j.thr.rise = fail, r
 // Observe records one result and returns the transition it makes, if any:
 // a change of state, or of Settled or Certain against the latest one
 // returned (a reload's RISE_THRESHOLD may change settling between checks).
+// A result after Closed always makes one: it ends the doubt.
 func (j *Judge) Observe(r Result) (Transition, bool) {
 	state, changed := j.thr.judge(r)
 	settled := j.thr.settled()
 	certain := state != Healthy && r.Certain()
-	if !changed && settled == j.sentSettled && certain == j.sentCertain {
+	j.last = r
+	if !changed && settled == j.sentSettled && certain == j.sentCertain && !j.inDoubt {
 		return Transition{}, false
 	}
-	j.sentSettled, j.sentCertain = settled, certain
+	j.sentSettled, j.sentCertain, j.inDoubt = settled, certain, false
 	return Transition{State: state, Changed: changed, Settled: settled, Certain: certain, Last: r}, true
+}
+
+// Closed records that the apiserver closed the kept connection, which
+// starts a check at once: until its result is observed, the node is in
+// doubt (Transition.InDoubt). It returns the transition that says so,
+// false when the doubt began already.
+func (j *Judge) Closed() (Transition, bool) {
+	if j.inDoubt {
+		return Transition{}, false
+	}
+	j.inDoubt = true
+	return Transition{State: j.thr.state, Settled: j.sentSettled, Certain: j.sentCertain, InDoubt: true, Last: j.last}, true
 }
 
 // Next is the time from one check's start to the next's: fast while

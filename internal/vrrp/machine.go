@@ -62,7 +62,13 @@ type Params struct {
 	// advertised it this long, its failure is no flicker every node
 	// shares, and the backup takes over settled or not (0: no bound).
 	SettleWithin time.Duration
-	Primary      netip.Addr // our primary address: the tie-breaker
+	// InDoubt: our apiserver closed the kept connection and the check that
+	// prompted has not answered (health.Transition.InDoubt): its process
+	// may be going away. Until the answer we take the VIP from no master
+	// that still advertises, resigned or alive, as a failing node does,
+	// and follow it; a silent one we still replace. Our priority stays.
+	InDoubt bool
+	Primary netip.Addr // our primary address: the tie-breaker
 	// ServedWait is how long a backup waits for a master that stopped
 	// advertising while its host still answers for the VIPs, counted from
 	// its last advertisement (Served); 0 or no longer than the master down
@@ -196,8 +202,17 @@ func (m *Machine) SetUnsettled(u bool, now time.Time) {
 	m.reconsider(now)
 }
 
+// SetInDoubt changes InDoubt.
+func (m *Machine) SetInDoubt(d bool, now time.Time) {
+	if d == m.p.InDoubt {
+		return
+	}
+	m.p.InDoubt = d
+	m.reconsider(now)
+}
+
 // reconsider looks again, as a backup, at whether we take the VIP from the
-// master we follow, after our priority or Unsettled changed. Only a change
+// master we follow, after our priority, Unsettled or InDoubt changed. Only a change
 // of that answer touches the timer: settledness flickers with every failed
 // check, and a restart of the Master_Down_Timer at each would put off for
 // good the replacement of a master that went silent meanwhile.
@@ -208,15 +223,17 @@ func (m *Machine) reconsider(now time.Time) {
 	switch {
 	case m.preempts(m.masterPriority, m.failingFor(m.master, m.masterPriority, now)):
 		m.takeOverSoon(now, m.fromLive(now))
-	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.p.Priority == FailOpenPriority):
+	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.failing()):
 		// A takeover from the live master was due, and we turned
 		// unhealthy or unsettled before our skew ran out: follow it again,
 		// its master down interval counted from its last advertisement.
 		// So for a resignation's takeover (priority 0) once we fail too,
 		// as a failing backup does not bring it forward (Receive): a
 		// failure every apiserver shares, seen by the holder first, must
-		// not move the VIP to the node that noticed last. A resignation's
-		// takeover stands for a backup merely unsettled.
+		// not move the VIP to the node that noticed last; nor to one whose
+		// apiserver closed its connection and is being checked (InDoubt):
+		// the holder keeps the VIP meanwhile. A resignation's takeover
+		// stands for a backup merely unsettled.
 		since := m.wait.since
 		if since.IsZero() {
 			since = now
@@ -231,8 +248,13 @@ func (m *Machine) reconsider(now time.Time) {
 // fail-open one whatever Preempt says, from any other only with Preempt.
 func (m *Machine) preempts(priority uint8, failingFor time.Duration) bool {
 	settled := !m.p.Unsettled || m.settleBound(priority, failingFor)
-	return priority < m.p.Priority && settled && (m.p.Preempt || priority == FailOpenPriority)
+	return priority < m.p.Priority && settled && !m.p.InDoubt && (m.p.Preempt || priority == FailOpenPriority)
 }
+
+// failing says whether we take the VIP from a resigned master only as
+// from a silent one: our apiserver fails (the fail-open priority), or we
+// are in doubt of it (InDoubt).
+func (m *Machine) failing() bool { return m.p.Priority == FailOpenPriority || m.p.InDoubt }
 
 // settleBound says whether a master at priority has failed too long for
 // our settling to matter (SettleWithin).
@@ -526,13 +548,13 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 	switch m.state {
 	case Backup:
 		switch {
-		case a.Priority == 0 && m.p.Priority == FailOpenPriority:
+		case a.Priority == 0 && m.failing():
 			// A failing node takes the VIP from a resigned master only when
 			// its master down interval runs out, as from a silent one: a
 			// healthy node takes over first, and a master that resigned
 			// because its apiserver refuses keeps the VIP if none does
 			// (Core.keepFailOpen): a move between two failing nodes is a
-			// cost for nothing.
+			// cost for nothing. So while in doubt (InDoubt).
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).

@@ -21,7 +21,7 @@ import (
 //
 //	core [priority=N] [interval=D] [failopen] [preempt] [resume] [servedwait=D] [settlewithin=D]
 //	at D                         the clock, from the start (0s); the timers due meanwhile run
-//	health STATE [settled] [certain] [reason=…]
+//	health STATE [settled] [certain] [indoubt] [reason=…]
 //	advert from=ADDR priority=N [interval=D]
 //	adverts from=ADDR priority=N until=D [every=D]: one now, then every D (the interval) before until, the timers run between
 //	served [member] [seen=D]     an answer, seen at D (default: now)
@@ -92,8 +92,9 @@ func (s *script) run(t *testing.T, d *datadriven.TestData) string {
 		st := map[string]health.State{"healthy": health.Healthy, "unhealthy": health.Unhealthy, "draining": health.Draining}[first()]
 		_, settled := arg("settled")
 		_, certain := arg("certain")
+		_, doubt := arg("indoubt")
 		reason, _ := arg("reason")
-		s.c.Health(health.Transition{State: st, Changed: true, Settled: settled, Certain: certain, Last: health.Result{Reason: reason}}, s.now)
+		s.c.Health(health.Transition{State: st, Changed: true, Settled: settled, Certain: certain, InDoubt: doubt, Last: health.Result{Reason: reason}}, s.now)
 	case "advert":
 		from, _ := arg("from")
 		var prio uint64

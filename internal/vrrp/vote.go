@@ -39,7 +39,8 @@ func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8
 }
 
 // Health takes a transition of the health checker: whether this node has
-// settled, whether its apiserver certainly does not serve, and the
+// settled, whether it is in doubt of its apiserver, whether its apiserver
+// certainly does not serve, and the
 // priority its health gives it. What it changes is measured against the
 // state last taken, not the transition's Changed, so a driver that drops
 // old transitions (a full queue) loses no state — only the edge of a
@@ -47,6 +48,7 @@ func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8
 func (c *Core) Health(tr health.Transition, now time.Time) {
 	v := &c.vote
 	c.SetUnsettled(!tr.Settled, now) // before the priority: a node healthy again takes over only settled
+	c.m.SetInDoubt(tr.InDoubt, now)
 	certain := tr.State != health.Healthy && tr.Certain
 	if tr.State == v.state {
 		// Settled only, or certain now while unhealthy already (failing

@@ -315,11 +315,15 @@ func (d *daemon) check() {
 }
 
 // checkNow is the apiserver closing the kept connection: a checker
-// waiting for its next check checks at once, and counts from there
-// (health.Checker.Run's idle wait ends); one checking sees its own result.
+// waiting for its next check tells the election it is in doubt and checks
+// at once, and counts from there (health.Checker.Run's idle wait ends);
+// one checking sees its own result.
 func (d *daemon) checkNow() {
 	if !d.checkIdle {
 		return
+	}
+	if tr, ok := d.judge.Closed(); ok {
+		d.tell(tr)
 	}
 	d.checkGen++
 	d.check()
@@ -339,6 +343,11 @@ func (d *daemon) observe(r health.Result) {
 		}
 		d.h.s.w.logf("%s   health %s (%s)", d.h.name, tr.State, r.Reason)
 	}
+	d.tell(tr)
+}
+
+// tell hands a transition to the election (agent.Agent, vrrp.Instance).
+func (d *daemon) tell(tr health.Transition) {
 	d.node.CatchUp(d.h.s.w.now, d.read)
 	d.core.Health(tr, d.h.s.w.now)
 	d.effects()
