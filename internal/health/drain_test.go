@@ -62,6 +62,17 @@ func newDrainChecker(t *testing.T, base string) *Checker {
 	return c
 }
 
+// healthyDrainChecker returns a server whose /readyz and /livez pass and a
+// checker of it.
+func healthyDrainChecker(t *testing.T) (*httptest.Server, *Checker) {
+	t.Helper()
+	api := &readyAPI{}
+	api.set(200, 200, "ok")
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	return srv, newDrainChecker(t, srv.URL)
+}
+
 // TestCheckWithDrain: /readyz first; /livez only when /readyz fails for a
 // reason other than the shutdown check or authentication.
 func TestCheckWithDrain(t *testing.T) {
@@ -147,11 +158,7 @@ func TestNextIntervalFastAfterFailure(t *testing.T) {
 // server closes the kept connection, runs to its deadline otherwise, and
 // ends at once when the context does.
 func TestIdleNoticesClosedConnection(t *testing.T) {
-	api := &readyAPI{}
-	api.set(200, 200, "ok")
-	srv := httptest.NewTLSServer(api)
-	t.Cleanup(srv.Close)
-	c := newDrainChecker(t, srv.URL)
+	srv, c := healthyDrainChecker(t)
 	ctx := context.Background()
 	if r := c.Check(ctx); !r.OK() {
 		t.Fatal(r)
@@ -187,11 +194,7 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 // check it starts; that check's result ends the doubt, even a pass that
 // changes nothing else.
 func TestRunSaysInDoubtWhileTheCheckAfterACloseRuns(t *testing.T) {
-	api := &readyAPI{}
-	api.set(200, 200, "ok")
-	srv := httptest.NewTLSServer(api)
-	t.Cleanup(srv.Close)
-	c := newDrainChecker(t, srv.URL)
+	srv, c := healthyDrainChecker(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan Transition)
 	done := make(chan struct{})
