@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -189,35 +190,58 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 	}
 }
 
+// heldAPI answers its first request and holds every later one until
+// release is closed.
+type heldAPI struct {
+	readyAPI
+	served  atomic.Int32
+	release chan struct{}
+}
+
+func (h *heldAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.served.Add(1) > 1 {
+		<-h.release
+	}
+	h.readyAPI.ServeHTTP(w, r)
+}
+
 // TestRunSaysInDoubtWhileTheCheckAfterACloseRuns: the apiserver closing
-// the kept connection sends a transition in doubt at once, before the
-// check it starts; that check's result ends the doubt, even a pass that
-// changes nothing else.
+// the kept connection sends a transition in doubt at once, while the
+// check it starts is still unanswered; that check's result ends the
+// doubt, even a pass that changes nothing else.
 func TestRunSaysInDoubtWhileTheCheckAfterACloseRuns(t *testing.T) {
-	srv, c := healthyDrainChecker(t)
+	api := &heldAPI{release: make(chan struct{})}
+	api.set(200, 200, "ok")
+	srv := httptest.NewTLSServer(api)
+	t.Cleanup(srv.Close)
+	released := sync.OnceFunc(func() { close(api.release) })
+	t.Cleanup(released)
+	c := newDrainChecker(t, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan Transition)
 	done := make(chan struct{})
 	go func() { c.Run(ctx, out); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	next := func() Transition {
+	next := func(within time.Duration) Transition {
 		t.Helper()
 		select {
 		case tr := <-out:
 			return tr
-		case <-time.After(5 * time.Second):
-			t.Fatal("no transition")
+		case <-time.After(within):
+			t.Fatalf("no transition within %s", within)
 		}
 		return Transition{}
 	}
-	if tr := next(); tr.State != Healthy || tr.InDoubt {
+	if tr := next(5 * time.Second); tr.State != Healthy || tr.InDoubt {
 		t.Fatalf("first transition %+v, want healthy", tr)
 	}
 	srv.CloseClientConnections()
-	if tr := next(); tr.State != Healthy || !tr.InDoubt || tr.Changed {
+	// The check the close started is held by the server meanwhile.
+	if tr := next(c.cfg.Timeout / 2); tr.State != Healthy || !tr.InDoubt || tr.Changed {
 		t.Fatalf("after the close: %+v, want healthy in doubt, unchanged", tr)
 	}
-	if tr := next(); tr.State != Healthy || tr.InDoubt {
+	released()
+	if tr := next(5 * time.Second); tr.State != Healthy || tr.InDoubt {
 		t.Fatalf("after the check: %+v, want healthy, no longer in doubt", tr)
 	}
 }

@@ -212,8 +212,8 @@ func (m *Machine) SetInDoubt(d bool, now time.Time) {
 }
 
 // reconsider looks again, as a backup, at whether we take the VIP from the
-// master we follow, after our priority, Unsettled or InDoubt changed. Only a change
-// of that answer touches the timer: settledness flickers with every failed
+// master we follow, after our priority, Unsettled or InDoubt changed. Only
+// a change of that answer touches the timer: settledness flickers with every failed
 // check, and a restart of the Master_Down_Timer at each would put off for
 // good the replacement of a master that went silent meanwhile.
 func (m *Machine) reconsider(now time.Time) {
@@ -223,10 +223,15 @@ func (m *Machine) reconsider(now time.Time) {
 	switch {
 	case m.preempts(m.masterPriority, m.failingFor(m.master, m.masterPriority, now)):
 		m.takeOverSoon(now, m.fromLive(now))
-	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.failing()):
+	case m.wait.resigned.IsValid() && !m.resignationAsSilence():
+		from := m.wait.resigned
+		m.wait.resigned = netip.Addr{}
+		m.takeOverSoon(now, Takeover{Cause: Resigned, From: from})
+	case m.wait.phase == soon && (m.wait.soon.Cause.Live() || m.resignationAsSilence()):
 		// A takeover from the live master was due, and we turned
-		// unhealthy or unsettled before our skew ran out: follow it again,
-		// its master down interval counted from its last advertisement.
+		// unhealthy, unsettled or in doubt before our skew ran out: follow
+		// it again, its master down interval counted from its last
+		// advertisement.
 		// So for a resignation's takeover (priority 0) once we fail too,
 		// as a failing backup does not bring it forward (Receive): a
 		// failure every apiserver shares, seen by the holder first, must
@@ -234,11 +239,14 @@ func (m *Machine) reconsider(now time.Time) {
 		// apiserver closed its connection and is being checked (InDoubt):
 		// the holder keeps the VIP meanwhile. A resignation's takeover
 		// stands for a backup merely unsettled.
-		since := m.wait.since
+		since, soon := m.wait.since, m.wait.soon
 		if since.IsZero() {
 			since = now
 		}
 		m.waitFor(since)
+		if soon.Cause == Resigned && m.p.InDoubt {
+			m.wait.resigned = soon.From
+		}
 	}
 }
 
@@ -251,10 +259,12 @@ func (m *Machine) preempts(priority uint8, failingFor time.Duration) bool {
 	return priority < m.p.Priority && settled && !m.p.InDoubt && (m.p.Preempt || priority == FailOpenPriority)
 }
 
-// failing says whether we take the VIP from a resigned master only as
-// from a silent one: our apiserver fails (the fail-open priority), or we
-// are in doubt of it (InDoubt).
-func (m *Machine) failing() bool { return m.p.Priority == FailOpenPriority || m.p.InDoubt }
+// resignationAsSilence says whether we take the VIP from a resigned master
+// only as from a silent one: our apiserver fails (the fail-open priority),
+// or we are in doubt of it (InDoubt).
+func (m *Machine) resignationAsSilence() bool {
+	return m.p.Priority == FailOpenPriority || m.p.InDoubt
+}
 
 // settleBound says whether a master at priority has failed too long for
 // our settling to matter (SettleWithin).
@@ -548,13 +558,17 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 	switch m.state {
 	case Backup:
 		switch {
-		case a.Priority == 0 && m.failing():
+		case a.Priority == 0 && m.resignationAsSilence():
 			// A failing node takes the VIP from a resigned master only when
 			// its master down interval runs out, as from a silent one: a
 			// healthy node takes over first, and a master that resigned
 			// because its apiserver refuses keeps the VIP if none does
 			// (Core.keepFailOpen): a move between two failing nodes is a
-			// cost for nothing. So while in doubt (InDoubt).
+			// cost for nothing. So while in doubt (InDoubt), which
+			// remembers the resignation for when the doubt ends.
+			if m.p.InDoubt {
+				m.wait.resigned = src
+			}
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).

@@ -89,6 +89,10 @@ type backupWait struct {
 	since time.Time // the master's latest sign of life (or when we became a backup)
 	ask   time.Time // counting, held: when to ask (zero: not); asking, reasking: when asked
 	soon  Takeover  // soon: why
+	// resigned: a master that resigned while we were in doubt of our
+	// apiserver (Params.InDoubt); a doubt that ends healthy takes it over
+	// within our handover skew. Any other word from a master clears it.
+	resigned netip.Addr
 }
 
 // askDue returns when the backup asks next; zero: it does not.
