@@ -365,12 +365,23 @@ func (c *Checker) logTokenError(err error) {
 // The first check starts at once. After a failed check the next ones come
 // every FastInterval until the thresholds decide; and a check runs at once
 // when the apiserver closes the kept connection (its process died or is
-// shutting down). A new connection refused or reset decides at once,
-// without the fail threshold: no process serves the port, which a slow or
-// failing answer cannot tell. A check that outlasts the interval delays the next one:
-// never two in flight.
+// shutting down), after a transition in doubt (Judge.Closed) — so too when
+// the close fails a check's request, which is tried again on a new
+// connection. A new connection refused or reset decides at once, without
+// the fail threshold: no process serves the port, which a slow or failing
+// answer cannot tell. A check that outlasts the interval delays the next
+// one: never two in flight.
 func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 	defer c.stop()
+	doubt := func() {
+		if tr, ok := c.judge.Closed(); ok {
+			send(ctx, out, tr)
+		}
+	}
+	// A close that fails a check's request is the same news as one seen
+	// between checks: the try again on a new connection is that check.
+	c.probe.closed = doubt
+	defer func() { c.probe.closed = nil }()
 	for {
 		c.retune()
 		start := time.Now()
@@ -381,9 +392,7 @@ func (c *Checker) Run(ctx context.Context, out chan<- Transition) {
 		c.observe(ctx, r, out)
 		if c.probe.idle(ctx, start.Add(c.judge.Next(c.cfg.Interval, c.cfg.FastInterval))) {
 			c.log.Debug("API server closed the kept connection, checking now")
-			if tr, doubt := c.judge.Closed(); doubt {
-				send(ctx, out, tr)
-			}
+			doubt()
 		}
 		if ctx.Err() != nil {
 			return

@@ -190,16 +190,25 @@ func TestIdleNoticesClosedConnection(t *testing.T) {
 	}
 }
 
-// heldAPI answers its first request and holds every later one until
-// release is closed.
+// heldAPI answers its first request, closes the connection of the
+// second without an answer when cut is set, and holds every later one
+// until release is closed.
 type heldAPI struct {
 	readyAPI
+	cut     bool
 	served  atomic.Int32
 	release chan struct{}
 }
 
 func (h *heldAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.served.Add(1) > 1 {
+	switch n := h.served.Add(1); {
+	case n == 2 && h.cut:
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	case n > 1:
 		<-h.release
 	}
 	h.readyAPI.ServeHTTP(w, r)
@@ -210,7 +219,16 @@ func (h *heldAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // check it starts is still unanswered; that check's result ends the
 // doubt, even a pass that changes nothing else.
 func TestRunSaysInDoubtWhileTheCheckAfterACloseRuns(t *testing.T) {
-	api := &heldAPI{release: make(chan struct{})}
+	for _, cut := range []bool{false, true} {
+		t.Run(map[bool]string{false: "between checks", true: "during a check"}[cut], func(t *testing.T) { inDoubtAfterAClose(t, cut) })
+	}
+}
+
+// inDoubtAfterAClose: the apiserver closes the kept connection between
+// checks, or (cut) during one, whose request is then tried again on a new
+// connection.
+func inDoubtAfterAClose(t *testing.T, cut bool) {
+	api := &heldAPI{cut: cut, release: make(chan struct{})}
 	api.set(200, 200, "ok")
 	srv := httptest.NewTLSServer(api)
 	t.Cleanup(srv.Close)
@@ -235,9 +253,15 @@ func TestRunSaysInDoubtWhileTheCheckAfterACloseRuns(t *testing.T) {
 	if tr := next(5 * time.Second); tr.State != Healthy || tr.InDoubt {
 		t.Fatalf("first transition %+v, want healthy", tr)
 	}
-	srv.CloseClientConnections()
-	// The check the close started is held by the server meanwhile.
-	if tr := next(c.cfg.Timeout / 2); tr.State != Healthy || !tr.InDoubt || tr.Changed {
+	within := c.cfg.Timeout / 2
+	if cut {
+		within += c.cfg.Interval // the next check's request is cut
+	} else {
+		srv.CloseClientConnections()
+	}
+	// The check the close started (or its request tried again) is held
+	// by the server meanwhile.
+	if tr := next(within); tr.State != Healthy || !tr.InDoubt || tr.Changed {
 		t.Fatalf("after the close: %+v, want healthy in doubt, unchanged", tr)
 	}
 	released()

@@ -35,6 +35,10 @@ type probe struct {
 	// dialTCP opens the TCP connection to an address (host:port of an IP
 	// address, or a name other than localhost); net.Dialer's in production.
 	dialTCP func(ctx context.Context, address string) (net.Conn, error)
+	// closed, when set, runs when a request on the kept connection fails
+	// and is tried again on a new one: the server closed it (Checker.Run:
+	// in doubt).
+	closed func()
 }
 
 // maxBody is how much of an answer's body is read (and thrown away) so the
@@ -131,6 +135,9 @@ func (p *probe) getWatched(ctx context.Context, u *url.URL, header http.Header, 
 		}
 		if !reused || attempt > 0 {
 			return 0, err
+		}
+		if p.closed != nil {
+			p.closed()
 		}
 	}
 }
