@@ -348,6 +348,17 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 		c.handover.heard = true
 		c.handoverAt = now.Add(handoverGrace)
 	}
+	if a.Priority == 0 && c.phase == HandingOver && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize {
+		// Another holder resigned too (a split brain healed while the
+		// failure is every node's): both keep the VIP for a healthy node,
+		// which takes it from a fail-open master as well. Master again at
+		// the fail-open priority at once, the two masters' tie resolves
+		// as any does, instead of two holders until the fallback.
+		c.handoverAt = time.Time{}
+		c.keepFailOpen(now)
+		c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
+		return
+	}
 	// A master that yields to a stronger one (a healthy node taking the VIP
 	// from a fail-open master) hands over the same way. Not on a tie (two
 	// backups took over at once): the loser's VIP would only prolong the

@@ -217,11 +217,11 @@ func (m *Machine) SetInDoubt(d bool, now time.Time) {
 // check, and a restart of the Master_Down_Timer at each would put off for
 // good the replacement of a master that went silent meanwhile.
 func (m *Machine) reconsider(now time.Time) {
-	if m.state != Backup || !m.master.IsValid() {
+	if m.state != Backup {
 		return
 	}
 	switch {
-	case m.preempts(m.masterPriority, m.failingFor(m.master, m.masterPriority, now)):
+	case m.master.IsValid() && m.preempts(m.masterPriority, m.failingFor(m.master, m.masterPriority, now)):
 		m.takeOverSoon(now, m.fromLive(now))
 	case m.wait.resigned.IsValid() && !m.resignationAsSilence():
 		from := m.wait.resigned

@@ -51,10 +51,12 @@ type daemon struct {
 	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
 	stepDue bool
 	renewAt time.Time // when the step that renews the VIPs' lifetime is set
-	// checkIdle: the health checker waits for its next check, the one of
+	// checkIdle: the health checker waits for its next check; else a
+	// check started at checkStart waits for its answer. Either is of
 	// generation checkGen (an earlier one is void).
-	checkIdle bool
-	checkGen  int
+	checkIdle  bool
+	checkGen   int
+	checkStart time.Time
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
@@ -297,16 +299,28 @@ func (d *daemon) burst(vip netip.Addr) {
 // wanted is reconcile.Loop.Wanted: the election's latest word on vip.
 func (d *daemon) wanted(vip netip.Addr) bool { return d.loop.Wanted(vip) }
 
-// check runs one health check and schedules the next (health.Checker.Run).
+// check runs one health check and schedules the next, counted from its
+// start (health.Checker.Run).
 func (d *daemon) check() {
-	d.checkIdle = false
+	d.checkIdle, d.checkStart = false, d.h.s.w.now
+	d.ask()
+}
+
+// ask sends the check's request; its answer ends the check, unless the
+// apiserver closed the connection first (checkNow).
+func (d *daemon) ask() {
+	d.checkGen++
+	gen := d.checkGen
 	r, took := d.h.answer(d.cfg.HealthTimeout, d.cfg.HealthHungAfter)
 	d.after(took, "health result", func() {
+		if d.checkGen != gen {
+			return
+		}
 		d.observe(r)
 		next := d.judge.Next(d.cfg.HealthInterval, d.cfg.HealthFastInterval)
 		d.checkIdle, d.checkGen = true, d.checkGen+1
 		gen := d.checkGen
-		d.after(max(0, next-took), "health check", func() {
+		d.after(max(0, next-d.h.s.w.now.Sub(d.checkStart)), "health check", func() {
 			if d.checkGen == gen {
 				d.check()
 			}
@@ -314,19 +328,21 @@ func (d *daemon) check() {
 	})
 }
 
-// checkNow is the apiserver closing the kept connection: a checker
-// waiting for its next check tells the election it is in doubt and checks
-// at once, and counts from there (health.Checker.Run's idle wait ends);
-// one checking sees its own result.
+// checkNow is the apiserver closing the kept connection: the checker
+// tells the election it is in doubt (health.Judge.Closed); one waiting for
+// its next check checks at once, and counts from there (Checker.Run's idle
+// wait ends); one checking has its request fail, and tries it again on a
+// new connection (the probe's retry).
 func (d *daemon) checkNow() {
-	if !d.checkIdle {
-		return
-	}
+	d.h.closeSeen = d.h.api != apiHealthy
 	if tr, ok := d.judge.Closed(); ok {
 		d.tell(tr)
 	}
-	d.checkGen++
-	d.check()
+	if d.checkIdle {
+		d.check()
+		return
+	}
+	d.ask()
 }
 
 // observe hands a result to the checker's rule and its transition to the
@@ -587,6 +603,9 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 	inv := &d.h.s.inv
 	if d.h.role == ours && d.core.Took().NeedsSettled() && !d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
+	}
+	if took := d.core.Took(); d.h.role == ours && (took == vrrp.Resigned || took.Live()) && d.h.closeSeen && inv.deadTaker == "" {
+		inv.deadTaker = fmt.Sprintf("%s took over (%s) after its checker saw its apiserver (%s) close the connection", d.h.name, why, d.h.api)
 	}
 	if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
 		for _, h := range d.h.s.group {

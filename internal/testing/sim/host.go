@@ -61,6 +61,13 @@ type host struct {
 	neigh  map[netip.Addr]net.HardwareAddr
 	api    api
 	slowBy time.Duration
+	// resetsAt: a SIGKILLed apiserver's listening socket accepts until
+	// then, while the kernel tears the process down, and resets what it
+	// accepted then (killTeardown).
+	resetsAt time.Time
+	// closeSeen: the apiserver, not healthy, closed the kept connection
+	// and the checker saw it.
+	closeSeen bool
 	env    map[string]string // the env file
 	cfg    *config.Config    // what the daemon starts with: the env file's
 	// netlinkDown: until when the identity's netlink subscription fails
@@ -201,7 +208,7 @@ func (h *host) answer(timeout, hungAfter time.Duration) (health.Result, time.Dur
 		}
 		return health.Result{Reason: "timeout"}, timeout
 	case apiRefused:
-		return health.Result{Outcome: health.Refused, Reason: "connection refused"}, time.Millisecond
+		return health.Result{Outcome: health.Refused, Reason: "connection refused"}, max(time.Millisecond, h.resetsAt.Sub(h.s.w.now))
 	case apiDraining:
 		return health.Result{Outcome: health.Drained, Status: 500, Reason: "shutting down"}, 3 * time.Millisecond
 	}
@@ -212,6 +219,9 @@ func (h *host) answer(timeout, hungAfter time.Duration) (health.Result, time.Dur
 // kept connection, and the checker checks at once.
 func (h *host) setAPI(a api, slowBy time.Duration) {
 	h.api, h.slowBy = a, slowBy
+	if a == apiHealthy {
+		h.resetsAt, h.closeSeen = time.Time{}, false
+	}
 	if d := h.d; d != nil && (a == apiRefused || a == apiDraining) {
 		h.s.w.after(time.Millisecond, "connection closed", func() {
 			if h.d == d {
@@ -219,6 +229,16 @@ func (h *host) setAPI(a api, slowBy time.Duration) {
 			}
 		})
 	}
+}
+
+// killTeardown is how long a SIGKILLed apiserver's port still accepts
+// before it resets: up to 40 ms on the real control plane lab, loaded.
+const killTeardown = 40 * time.Millisecond
+
+// killAPI SIGKILLs the apiserver: refused, after its teardown.
+func (h *host) killAPI() {
+	h.resetsAt = h.s.w.now.Add(killTeardown)
+	h.setAPI(apiRefused, 0)
 }
 
 // setLink changes the interface: exists, carrier; a new interface gets a

@@ -67,6 +67,7 @@ type state struct {
 	expected         int    // expectations registered
 	announcedUnbound string // set when one of our nodes starts announcing a VIP it has not bound
 	unsettledTaker   string // set when one of our nodes takes the VIP from a live master while not settled
+	deadTaker        string // set when one of our nodes takes the VIP from an advertising master after seeing its apiserver die
 	resumedBeside    string // set when a restarted node resumes as master while another master serves
 }
 
@@ -83,7 +84,7 @@ type expectation struct {
 // check runs every invariant; the first that fails is returned.
 func (s *sim) check() error {
 	for _, c := range []func() *Failure{s.neverTwoHolders, s.noVIPOutlivesItsDaemon, s.neverAStrangersAddress, s.announcesOnlyWhatItHolds,
-		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.resumesAlone, s.expectations} {
+		s.exactlyOneHealthyHolder, s.healthyNodesAreCandidates, s.healthyNeverLooksFailOpen, s.takersSettled, s.takersAlive, s.resumesAlone, s.expectations} {
 		if f := c(); f != nil {
 			f.At = s.w.now.Sub(epoch)
 			return f
@@ -177,6 +178,18 @@ func (s *sim) takersSettled() *Failure {
 		return nil
 	}
 	return &Failure{"a node takes the VIP from a live master only once settled", 0, s.inv.unsettledTaker}
+}
+
+// takersAlive: a node takes the VIP from a master that still advertises
+// (resigned or alive) never after its checker has seen its own apiserver,
+// not healthy, close the kept connection: a failure every node shares,
+// noticed by the holder first, must not move the VIP to a node that knew
+// of its own. Always, no bound.
+func (s *sim) takersAlive() *Failure {
+	if s.inv.deadTaker == "" {
+		return nil
+	}
+	return &Failure{"a node that saw its apiserver die takes the VIP from no advertising master", 0, s.inv.deadTaker}
 }
 
 // resumesAlone: a restarted daemon that found the VIP bound resumes as

@@ -24,12 +24,20 @@ const (
 	fNetlink                // the node's netlink subscription of the kernel's tables fails for Dur (events lost, then a dump)
 	fFreeze                 // our daemon frozen for Dur (SIGSTOP, then SIGCONT: a VM paused, a starved host)
 	numWhat
+	// fAllAPIs is drawn apart, after everything else (draw): the schedules
+	// drawn before it stay what they were.
+	fAllAPIs // every node's apiserver SIGKILLed, the holder's first, the others Arg ms apart, for Dur; then healthy
 )
 
 var whatNames = [...]string{"apiserver", "kill", "stop", "carrier-flap", "recreate-interface", "partition", "loss",
 	"stranger", "malformed-frames", "conflict-wire-fails", "reload", "neighbour-flush", "netlink-fails", "freeze"}
 
-func (w what) String() string { return whatNames[w] }
+func (w what) String() string {
+	if w == fAllAPIs {
+		return "every-apiserver-killed"
+	}
+	return whatNames[w]
+}
 
 // fault is one event of a schedule.
 type fault struct {
@@ -57,6 +65,8 @@ func (f fault) String() string {
 		s += " " + reloadNames[f.Arg]
 	case fWire:
 		s += map[int]string{1: " after a stranger's claim"}[f.Arg]
+	case fAllAPIs:
+		s += fmt.Sprintf(" %dms apart", f.Arg)
 	}
 	return s
 }
@@ -120,6 +130,13 @@ func draw(w *world) shape {
 	// Drawn last: the schedules drawn before it stay what they were.
 	sh.Sends = []int{1, 1, 2, 3}[w.rng.IntN(4)]
 	sh.RestartWait = []time.Duration{4 * time.Second, 4 * time.Second, 0, 1500 * time.Millisecond}[w.rng.IntN(4)]
+	if w.chance(0.25) {
+		// A failure every node shares, seen at different moments: the
+		// kills a handover skew or so apart.
+		apart := w.between(0, 2*sh.Interval).Truncate(time.Millisecond)
+		sh.Faults = append(sh.Faults, fault{At: w.between(2*time.Second, sh.Length), What: fAllAPIs, Node: -1,
+			Dur: time.Duration(n)*apart + w.between(time.Second, 10*time.Second), Arg: int(apart / time.Millisecond)})
+	}
 	return sh
 }
 

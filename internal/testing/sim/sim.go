@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -211,6 +212,14 @@ func (s *sim) apply(f fault) {
 			w.after(f.Dur/2, t.name+" apiserver port closed", func() { t.setAPI(apiRefused, 0) })
 		}
 		later("apiserver healthy", func() { t.setAPI(apiHealthy, 0) })
+	case fAllAPIs:
+		order := append([]*host{t}, slices.DeleteFunc(slices.Clone(s.group), func(h *host) bool { return h == t })...)
+		for i, h := range order {
+			if h.role == ours {
+				w.after(time.Duration(i*f.Arg)*time.Millisecond, h.name+" apiserver killed", h.killAPI)
+				w.after(f.Dur, h.name+" apiserver healthy", func() { h.setAPI(apiHealthy, 0) })
+			}
+		}
 	case fKill, fStop:
 		if t.d == nil {
 			return
