@@ -68,8 +68,8 @@ type host struct {
 	// closeSeen: the apiserver, not healthy, closed the kept connection
 	// and the checker saw it.
 	closeSeen bool
-	env    map[string]string // the env file
-	cfg    *config.Config    // what the daemon starts with: the env file's
+	env       map[string]string // the env file
+	cfg       *config.Config    // what the daemon starts with: the env file's
 	// netlinkDown: until when the identity's netlink subscription fails
 	// (acd.WatchKernel): the kernel's table changes do not reach it.
 	netlinkDown time.Time
