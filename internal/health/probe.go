@@ -36,8 +36,8 @@ type probe struct {
 	// address, or a name other than localhost); net.Dialer's in production.
 	dialTCP func(ctx context.Context, address string) (net.Conn, error)
 	// closed, when set, runs when a request on the kept connection fails
-	// and is tried again on a new one: the server closed it (Checker.Run:
-	// in doubt).
+	// and is tried again on a new one: most likely the server closed it
+	// (Checker.Run: in doubt until the answer).
 	closed func()
 }
 

@@ -63,7 +63,7 @@ type Params struct {
 	// shares, and the backup takes over settled or not (0: no bound).
 	SettleWithin time.Duration
 	// InDoubt: our apiserver closed the kept connection and the check that
-	// prompted has not answered (health.Transition.InDoubt): its process
+	// the close started or broke has not answered (health.Transition.InDoubt): its process
 	// may be going away. Until the answer we take the VIP from no master
 	// that still advertises, resigned or alive, as a failing node does,
 	// and follow it; a silent one we still replace. Our priority stays.
@@ -564,8 +564,15 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healthy node takes over first, and a master that resigned
 			// because its apiserver refuses keeps the VIP if none does
 			// (Core.keepFailOpen): a move between two failing nodes is a
-			// cost for nothing. So while in doubt (InDoubt), which
-			// remembers the resignation for when the doubt ends.
+			// cost for nothing. The resigned master still holds the VIP and
+			// repeats its priority 0 until then: the interval counts from
+			// an interval before each, so the repeats keep us off past its
+			// fallback (two intervals) however many advertisements were
+			// lost before. So while in doubt (InDoubt), which remembers
+			// the resignation for when the doubt ends.
+			if since := now.Add(-m.masterAdverInt); since.After(m.wait.since) {
+				m.waitFor(since)
+			}
 			if m.p.InDoubt {
 				m.wait.resigned = src
 			}

@@ -91,7 +91,8 @@ type backupWait struct {
 	soon  Takeover  // soon: why
 	// resigned: a master that resigned while we were in doubt of our
 	// apiserver (Params.InDoubt); a doubt that ends healthy takes it over
-	// within our handover skew. Any other word from a master clears it.
+	// within our handover skew. Following a master's advertisement
+	// (waitFor) or taking over clears it.
 	resigned netip.Addr
 }
 

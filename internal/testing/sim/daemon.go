@@ -57,6 +57,13 @@ type daemon struct {
 	checkIdle  bool
 	checkGen   int
 	checkStart time.Time
+	// kept: the latest answer was an HTTP one, whose connection the
+	// checker keeps: only on it does it see the apiserver close.
+	kept bool
+	// heardFrom, heardAt: the master we last heard advertise, or resign
+	// (priority 0), and when: for the invariant takersAlive.
+	heardFrom netip.Addr
+	heardAt   time.Time
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
@@ -334,6 +341,9 @@ func (d *daemon) ask() {
 // wait ends); one checking has its request fail, and tries it again on a
 // new connection (the probe's retry).
 func (d *daemon) checkNow() {
+	if !d.kept {
+		return // no connection to close: the next check finds out
+	}
 	d.h.closeSeen = d.h.api != apiHealthy
 	if tr, ok := d.judge.Closed(); ok {
 		d.tell(tr)
@@ -348,6 +358,10 @@ func (d *daemon) checkNow() {
 // observe hands a result to the checker's rule and its transition to the
 // election (health.Checker.observe, agent.Agent).
 func (d *daemon) observe(r health.Result) {
+	d.kept = r.Status != 0
+	if r.OK() {
+		d.h.closeSeen = false
+	}
 	tr, ok := d.judge.Observe(r)
 	if !ok {
 		return
@@ -419,6 +433,9 @@ func (d *daemon) handle(f frame) {
 	case advert:
 		if !d.inst.Accept(0, f.adv, f.ip) { // the instance's reader
 			return
+		}
+		if f.adv.Priority == 0 || f.ip == d.core.Master() {
+			d.heardFrom, d.heardAt = f.ip, now
 		}
 		d.core.Receive(f.adv, f.ip, now)
 		d.effects()
@@ -604,8 +621,10 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 	if d.h.role == ours && d.core.Took().NeedsSettled() && !d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
 	}
-	if took := d.core.Took(); d.h.role == ours && (took == vrrp.Resigned || took.Live()) && d.h.closeSeen && inv.deadTaker == "" {
-		inv.deadTaker = fmt.Sprintf("%s took over (%s) after its checker saw its apiserver (%s) close the connection", d.h.name, why, d.h.api)
+	if ago := now.Sub(d.heardAt); d.h.role == ours && d.h.closeSeen && d.core.Took() != vrrp.NoTakeover &&
+		ago <= d.cfg.AdvertInterval+50*time.Millisecond && inv.deadTaker == "" {
+		inv.deadTaker = fmt.Sprintf("%s took over (%s) after its checker saw its apiserver (%s) close the connection, %s advertising %v before",
+			d.h.name, why, d.h.api, d.heardFrom, ago)
 	}
 	if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
 		for _, h := range d.h.s.group {

@@ -180,11 +180,11 @@ func (s *sim) takersSettled() *Failure {
 	return &Failure{"a node takes the VIP from a live master only once settled", 0, s.inv.unsettledTaker}
 }
 
-// takersAlive: a node takes the VIP from a master that still advertises
-// (resigned or alive) never after its checker has seen its own apiserver,
-// not healthy, close the kept connection: a failure every node shares,
-// noticed by the holder first, must not move the VIP to a node that knew
-// of its own. Always, no bound.
+// takersAlive: a node takes the VIP from a master it heard advertise or
+// resign within an interval (and 50 ms) never after its checker has seen
+// its own apiserver, not healthy, close the kept connection (until a check
+// passes again): a failure every node shares, noticed by the holder first,
+// must not move the VIP to a node that knew of its own. Always, no bound.
 func (s *sim) takersAlive() *Failure {
 	if s.inv.deadTaker == "" {
 		return nil
@@ -346,6 +346,32 @@ func (s *sim) expect(f fault, t *host) {
 		// backups take for a failing master's).
 		s.inv.expects = append(s.inv.expects, expectation{"a killed daemon whose apiserver stayed healthy leaves no gap",
 			start, start.Add(f.Dur + 3*i), holds})
+	case f.What == fAllAPIs && !s.sh.Keepalived && s.alone(f, f.Dur+3*i) && !slices.ContainsFunc(s.group, func(h *host) bool { return h.d == nil || !h.d.cfg.FailOpen }):
+		// Fail open as every daemon runs it (a reload may have turned it off).
+		s.expectShared(f)
+	}
+}
+
+// expectShared: every apiserver killed (fail open, no member without a
+// health check): once every node knows — the last kill, its teardown, a
+// check interval for a node whose kept connection the kill did not close,
+// a handover's grace and two intervals for a resigned holder's fallback
+// and a tie — one node holds the VIP, and it stays put.
+func (s *sim) expectShared(f fault) {
+	i, start := s.sh.Interval, s.w.now
+	end := start.Add(f.Dur)
+	all := time.Duration((len(s.group)-1)*f.Arg) * time.Millisecond
+	known := start.Add(all + killTeardown + s.group[0].cfg.HealthInterval + 100*time.Millisecond + 2*i + 100*time.Millisecond)
+	var keeper *host
+	put := func() bool {
+		hs := s.holders(vip4.Addr(), false)
+		if keeper == nil && len(hs) == 1 {
+			keeper = hs[0]
+		}
+		return len(hs) == 1 && hs[0] == keeper
+	}
+	if known.Before(end) {
+		s.inv.expects = append(s.inv.expects, expectation{"a failure every node shares moves the VIP no more once every node knows", known, end, put})
 	}
 }
 

@@ -133,9 +133,19 @@ func draw(w *world) shape {
 	if w.chance(0.25) {
 		// A failure every node shares, seen at different moments: the
 		// kills a handover skew or so apart.
+		// Half of them alone, after the other faults have settled, where
+		// what the failure promises is checked (expect).
 		apart := w.between(0, 2*sh.Interval).Truncate(time.Millisecond)
-		sh.Faults = append(sh.Faults, fault{At: w.between(2*time.Second, sh.Length), What: fAllAPIs, Node: -1,
-			Dur: time.Duration(n)*apart + w.between(time.Second, 10*time.Second), Arg: int(apart / time.Millisecond)})
+		f := fault{At: w.between(2*time.Second, sh.Length), What: fAllAPIs, Node: -1,
+			Dur: time.Duration(n)*apart + w.between(time.Second, 10*time.Second), Arg: int(apart / time.Millisecond)}
+		if w.chance(0.5) {
+			f.At = 2 * time.Second
+			for _, g := range sh.Faults {
+				f.At = max(f.At, g.end()+20*time.Second)
+			}
+			sh.Length = max(sh.Length, f.end())
+		}
+		sh.Faults = append(sh.Faults, f)
 	}
 	return sh
 }
