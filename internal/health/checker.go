@@ -130,10 +130,10 @@ type Transition struct {
 	// unhealthy, but its holder now hands the VIP over at once.
 	Certain bool
 	// InDoubt: the apiserver closed the kept connection and the check that
-	// the close started (or broke, and tried again) has not answered yet: its process may be going away
-	// (killed, shutting down). Sent when it begins (Judge.Closed) and
-	// cleared by the transition of that check's result, sent whatever it
-	// says.
+	// the close started (or broke, and tried again) has not answered yet:
+	// its process may be going away (killed, shutting down). Sent when it
+	// begins (Judge.Closed) and cleared by the transition of that check's
+	// result, sent whatever it says.
 	InDoubt bool
 	Last    Result
 }

@@ -227,7 +227,8 @@ func (c *Core) Timeout(now time.Time) {
 		}
 		switch handing := c.phase == HandingOver; {
 		case handing && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize:
-			c.keepFailOpen(now)
+			// No healthy node took over: before a fail-open backup would.
+			c.keepFailOpen("no healthy node took the VIP", now)
 		case handing && c.handover.fallback:
 			// Handed over for a certain failure: a backup at the fail-open
 			// priority from now on, as an unhealthy node is.
@@ -314,15 +315,14 @@ func (c *Core) SetPriority(p uint8, why string, now time.Time) {
 	}
 }
 
-// keepFailOpen: a master that resigned for a certain failure heard no
-// healthy node take over: it is master again at once at the fail-open
-// priority, with the VIP it kept (fail open), before a fail-open backup
-// would take over.
-func (c *Core) keepFailOpen(now time.Time) {
+// keepFailOpen: a master that resigned for a certain failure is master
+// again at once at the fail-open priority, with the VIP it kept (fail
+// open), for why.
+func (c *Core) keepFailOpen(why string, now time.Time) {
 	c.phase, c.handover.fallback, c.handover.again = Steady, false, time.Time{}
 	c.priority = FailOpenPriority
 	c.m.SetPriority(FailOpenPriority, now) // in Initialize: no action
-	c.apply(c.m.Rejoin(now, "no healthy node took the VIP: keeping it with the fail-open priority"), false, now)
+	c.apply(c.m.Rejoin(now, why+": keeping it with the fail-open priority"), false, now)
 }
 
 // setPriority hands a new priority to the machine: 0 leaves the election,
@@ -349,14 +349,14 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 		c.handoverAt = now.Add(handoverGrace)
 	}
 	if a.Priority == 0 && c.phase == HandingOver && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize {
-		// Another holder resigned too (a split brain healed while the
-		// failure is every node's): both keep the VIP for a healthy node,
-		// which takes it from a fail-open master as well. Master again at
-		// the fail-open priority at once, the two masters' tie resolves
-		// as any does, instead of two holders until the fallback.
-		c.handoverAt = time.Time{}
-		c.keepFailOpen(now)
-		c.log.Warn("No node is healthy: keeping the VIP (fail open)", "reason", c.failing)
+		// A holder resigned for a certain failure that hears another
+		// priority 0 is master again at the fail-open priority at once:
+		// if that is another holder resigning too (a split brain healed
+		// while the failure is every node's), the two masters' tie then
+		// resolves as any does, instead of both keeping the VIP until the
+		// fallback; a healthy node still takes it from a fail-open master.
+		c.keepFailOpen("another master resigned too", now)
+		c.handoverAt = now.Add(c.handoverWait()) // then say whether a healthy node took it
 		return
 	}
 	// A master that yields to a stronger one (a healthy node taking the VIP

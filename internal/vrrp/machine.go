@@ -63,10 +63,11 @@ type Params struct {
 	// shares, and the backup takes over settled or not (0: no bound).
 	SettleWithin time.Duration
 	// InDoubt: our apiserver closed the kept connection and the check that
-	// the close started or broke has not answered (health.Transition.InDoubt): its process
-	// may be going away. Until the answer we take the VIP from no master
-	// that still advertises, resigned or alive, as a failing node does,
-	// and follow it; a silent one we still replace. Our priority stays.
+	// the close started or broke has not answered
+	// (health.Transition.InDoubt): its process may be going away. Until
+	// the answer we take the VIP from no master that still advertises,
+	// resigned or alive, as a failing node does, and follow it; a silent
+	// one we still replace. Our priority stays.
 	InDoubt bool
 	Primary netip.Addr // our primary address: the tie-breaker
 	// ServedWait is how long a backup waits for a master that stopped
@@ -209,6 +210,9 @@ func (m *Machine) SetInDoubt(d bool, now time.Time) {
 	}
 	m.p.InDoubt = d
 	m.reconsider(now)
+	if !d {
+		m.wait.resigned = netip.Addr{} // taken over, or the doubt ended failing
+	}
 }
 
 // reconsider looks again, as a backup, at whether we take the VIP from the
@@ -257,6 +261,29 @@ func (m *Machine) reconsider(now time.Time) {
 func (m *Machine) preempts(priority uint8, failingFor time.Duration) bool {
 	settled := !m.p.Unsettled || m.settleBound(priority, failingFor)
 	return priority < m.p.Priority && settled && !m.p.InDoubt && (m.p.Preempt || priority == FailOpenPriority)
+}
+
+// resignHeard takes a priority 0 as a sign of life, for a backup that
+// takes a resignation as a silence: the resigned master still holds the
+// VIP and repeats it every interval, falling back to the fail-open
+// priority after two (Core.fallbackWait) or letting the VIP go after five
+// (Core.handoverWait). So the master down interval counts from an
+// interval before each repeat, but never from later than the first:
+// past the fallback however many advertisements were lost before it,
+// and before the release.
+func (m *Machine) resignHeard(now time.Time) {
+	first := m.wait.resignedAt
+	if first.IsZero() {
+		first = now
+	}
+	since := now.Add(-m.masterAdverInt)
+	if first.Before(since) {
+		since = first
+	}
+	if since.After(m.wait.since) {
+		m.waitFor(since)
+	}
+	m.wait.resignedAt = first
 }
 
 // resignationAsSilence says whether we take the VIP from a resigned master
@@ -564,15 +591,9 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healthy node takes over first, and a master that resigned
 			// because its apiserver refuses keeps the VIP if none does
 			// (Core.keepFailOpen): a move between two failing nodes is a
-			// cost for nothing. The resigned master still holds the VIP and
-			// repeats its priority 0 until then: the interval counts from
-			// an interval before each, so the repeats keep us off past its
-			// fallback (two intervals) however many advertisements were
-			// lost before. So while in doubt (InDoubt), which remembers
-			// the resignation for when the doubt ends.
-			if since := now.Add(-m.masterAdverInt); since.After(m.wait.since) {
-				m.waitFor(since)
-			}
+			// cost for nothing. An in-doubt backup does the same, and
+			// remembers the resignation for when the doubt ends.
+			m.resignHeard(now)
 			if m.p.InDoubt {
 				m.wait.resigned = src
 			}

@@ -91,9 +91,13 @@ type backupWait struct {
 	soon  Takeover  // soon: why
 	// resigned: a master that resigned while we were in doubt of our
 	// apiserver (Params.InDoubt); a doubt that ends healthy takes it over
-	// within our handover skew. Following a master's advertisement
-	// (waitFor) or taking over clears it.
+	// within our handover skew; one that ends unhealthy forgets it.
+	// Following a master's advertisement (waitFor) or taking over clears
+	// it.
 	resigned netip.Addr
+	// resignedAt: when a backup that takes a resignation as a silence
+	// first heard the master resign (zero: it has not).
+	resignedAt time.Time
 }
 
 // askDue returns when the backup asks next; zero: it does not.

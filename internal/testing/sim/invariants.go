@@ -361,7 +361,8 @@ func (s *sim) expectShared(f fault) {
 	i, start := s.sh.Interval, s.w.now
 	end := start.Add(f.Dur)
 	all := time.Duration((len(s.group)-1)*f.Arg) * time.Millisecond
-	known := start.Add(all + killTeardown + s.group[0].cfg.HealthInterval + 100*time.Millisecond + 2*i + 100*time.Millisecond)
+	const grace, slack = 100 * time.Millisecond, 100 * time.Millisecond // a handover's grace; the segment and the loop
+	known := start.Add(all + killTeardown + s.group[0].cfg.HealthInterval + grace + 2*i + slack)
 	var keeper *host
 	put := func() bool {
 		hs := s.holders(vip4.Addr(), false)
