@@ -217,9 +217,9 @@ func (m *Machine) SetInDoubt(d bool, now time.Time) {
 
 // reconsider looks again, as a backup, at whether we take the VIP from the
 // master we follow, after our priority, Unsettled or InDoubt changed. Only
-// a change of that answer touches the timer: settledness flickers with every failed
-// check, and a restart of the Master_Down_Timer at each would put off for
-// good the replacement of a master that went silent meanwhile.
+// a change of that answer touches the timer: settledness flickers with
+// every failed check, and a restart of the Master_Down_Timer at each would
+// put off for good the replacement of a master that went silent meanwhile.
 func (m *Machine) reconsider(now time.Time) {
 	if m.state != Backup {
 		return

@@ -12,7 +12,6 @@ type vote struct {
 	state   health.State // as last taken: Unknown until the first verdict
 	seen    bool         // healthy at least once since start (fail open)
 	certain bool         // the latest failure leaves no doubt (health.Result.Certain)
-	doubt   bool         // in doubt of our apiserver (health.Transition.InDoubt)
 	base    uint8        // our priority while healthy (Config.Priority; a reload changes it)
 }
 
@@ -42,9 +41,10 @@ func ElectionPriority(healthy, seenHealthy, failOpen bool, priority uint8) uint8
 // Health takes a transition of the health checker: whether this node has
 // settled, whether it is in doubt of its apiserver, whether its apiserver
 // certainly does not serve, and the priority its health gives it. What it
-// changes is measured against the state last taken, not the transition's Changed, so a driver that drops
-// old transitions (a full queue) loses no state — only the edge of a
-// certain failure that an uncertain one followed before either was taken.
+// changes is measured against the state last taken, not the transition's
+// Changed, so a driver that drops old transitions (a full queue) loses no
+// state — only the edge of a certain failure that an uncertain one
+// followed before either was taken.
 func (c *Core) Health(tr health.Transition, now time.Time) {
 	v := &c.vote
 	c.SetUnsettled(!tr.Settled, now) // before the priority: a node healthy again takes over only settled
@@ -70,10 +70,9 @@ func (c *Core) Health(tr health.Transition, now time.Time) {
 // setInDoubt hands the machine whether we are in doubt of our apiserver
 // (Params.InDoubt) and says when that changes.
 func (c *Core) setInDoubt(d bool, now time.Time) {
-	if d == c.vote.doubt {
+	if d == c.m.p.InDoubt {
 		return
 	}
-	c.vote.doubt = d
 	if d {
 		c.log.Debug("In doubt of the API server: it closed the kept connection, checking now")
 	} else {
