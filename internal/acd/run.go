@@ -81,6 +81,9 @@ func (g *Guard) Round() time.Time {
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
+		// Count the latest probe before the next replaces it: every probe
+		// whose answer wait is over counts, whenever Tell judges.
+		s.probes.count(now, s.others.claim)
 		if !s.nextProbe(g.DefendWait).After(now) {
 			due = append(due, vip)
 		}

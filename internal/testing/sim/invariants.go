@@ -353,10 +353,11 @@ func (s *sim) expect(f fault, t *host) {
 }
 
 // expectShared: every apiserver killed (fail open, no member without a
-// health check): once every node knows — the last kill, its teardown, a
-// check interval for a node whose kept connection the kill did not close,
-// a handover's grace and two intervals for a resigned holder's fallback
-// and a tie — one node holds the VIP, and it stays put.
+// health check): some node holds the VIP throughout; and once every node
+// knows — the last kill, its teardown, a check interval for a node whose
+// kept connection the kill did not close, a handover's grace and two
+// intervals for a resigned holder's fallback and a tie — one node holds
+// the VIP, and it stays put.
 func (s *sim) expectShared(f fault) {
 	i, start := s.sh.Interval, s.w.now
 	end := start.Add(f.Dur)
@@ -371,6 +372,8 @@ func (s *sim) expectShared(f fault) {
 		}
 		return len(hs) == 1 && hs[0] == keeper
 	}
+	held := func() bool { return len(s.holders(vip4.Addr(), false)) > 0 }
+	s.inv.expects = append(s.inv.expects, expectation{"a failure every node shares never leaves the VIP unheld", start, end, held})
 	if known.Before(end) {
 		s.inv.expects = append(s.inv.expects, expectation{"a failure every node shares moves the VIP no more once every node knows", known, end, put})
 	}
