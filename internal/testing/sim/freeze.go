@@ -23,10 +23,14 @@ type waited struct {
 func (d *daemon) frozen() bool { return d.h.s.w.now.Before(d.frozenUntil) }
 
 // when runs do now, or, while d is frozen, when it runs again; advert says
-// do hands the election an advertisement its socket received.
+// do hands the election an advertisement its socket received. Whatever do
+// changed wakes what waits on it, as the daemon's goroutines wake on their
+// channels (the relay on Known's growth and the guard's notes, the guard
+// on its wake-up): settle runs after it.
 func (d *daemon) when(advert bool, do func()) {
 	if !d.frozen() {
 		do()
+		d.settle()
 		return
 	}
 	d.waiting = append(d.waiting, &waited{advert: advert, do: do})

@@ -157,10 +157,7 @@ func (h *host) learn(ip netip.Addr, mac net.HardwareAddr) {
 	if d := h.d; d != nil && !h.s.w.now.Before(h.netlinkDown) {
 		h.s.w.after(netlinkDelay, "netlink neigh", func() {
 			if h.d == d && d.known != nil {
-				d.when(false, func() {
-					d.known.Neigh(ip, mac)
-					d.settle() // the relay wakes on Known's Grew (cmd/novaedge-cpvip's relay)
-				})
+				d.when(false, func() { d.known.Neigh(ip, mac) })
 			}
 		})
 	}
