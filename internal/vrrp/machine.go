@@ -243,11 +243,16 @@ func (m *Machine) reconsider(now time.Time) {
 		// apiserver closed its connection and is being checked (InDoubt):
 		// the holder keeps the VIP meanwhile. A resignation's takeover
 		// stands for a backup merely unsettled.
-		since, soon := m.wait.since, m.wait.soon
+		// The resignation itself is a sign of life, counted as a failing
+		// backup counts it (resignHeard).
+		since, soon, first := m.wait.since, m.wait.soon, m.wait.resignedAt
 		if since.IsZero() {
 			since = now
 		}
 		m.waitFor(since)
+		if soon.Cause == Resigned && !first.IsZero() {
+			m.resignHeard(first)
+		}
 		if soon.Cause == Resigned && m.p.InDoubt {
 			m.wait.resigned = soon.From
 		}
@@ -600,7 +605,14 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 		case a.Priority == 0:
 			// Brought forward only: a resigning master repeats its
 			// priority 0 every interval until a backup takes over (Core).
+			// When it first did is remembered: should we fail before our
+			// skew runs out, it is a sign of life (reconsider).
+			first := m.wait.resignedAt
 			m.takeOverSoon(now, Takeover{Cause: Resigned, From: src})
+			if first.IsZero() {
+				first = now
+			}
+			m.wait.resignedAt = first
 		case a.Priority == FailOpenPriority && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open

@@ -95,8 +95,8 @@ type backupWait struct {
 	// Following a master's advertisement (waitFor) or taking over clears
 	// it.
 	resigned netip.Addr
-	// resignedAt: when a backup that takes a resignation as a silence
-	// first heard the master resign (zero: it has not).
+	// resignedAt: when the backup first heard the master resign since it
+	// last followed an advertisement (zero: it has not).
 	resignedAt time.Time
 }
 
