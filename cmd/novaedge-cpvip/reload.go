@@ -4,11 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/status"
 )
 
@@ -17,19 +17,12 @@ import (
 type live struct {
 	level     *slog.LevelVar
 	checkers  []tuner // the node's own check, and spreading's of the other apiservers
-	elector   electorTuner
+	elector   l2node.ElectionTuner
 	announcer *l2.Announcer
 }
 
 // tuner takes a reload's health timing.
 type tuner interface{ Tune(health.Timing) }
-
-// electorTuner takes a reload's election settings (vrrp.Elector).
-type electorTuner interface {
-	SetPriority(uint8)
-	SetPreempt(bool)
-	SetSettleWithin(time.Duration)
-}
 
 // live is what a reload may change in d.
 func (d *daemon) live(level *slog.LevelVar) live {
@@ -38,7 +31,7 @@ func (d *daemon) live(level *slog.LevelVar) live {
 
 // electorTuner is the election a reload retunes: nil in bgp mode (an
 // interface holding a nil *vrrp.Elector is not nil: apply would call it).
-func (d *daemon) electorTuner() electorTuner {
+func (d *daemon) electorTuner() l2node.ElectionTuner {
 	if d.vrrp == nil {
 		return nil
 	}
@@ -106,14 +99,8 @@ func (p live) apply(prev, cfg *config.Config) {
 			c.Tune(timing(cfg))
 		}
 	}
-	if p.elector != nil && prev.Priority != cfg.Priority {
-		p.elector.SetPriority(uint8(cfg.Priority))
-	}
-	if p.elector != nil && prev.Preempt != cfg.Preempt {
-		p.elector.SetPreempt(cfg.Preempt)
-	}
-	if p.elector != nil && prev.HealthInterval != cfg.HealthInterval {
-		p.elector.SetSettleWithin(health.SettleWithin(cfg.HealthInterval))
+	if p.elector != nil {
+		l2node.Reload(p.elector, prev, cfg)
 	}
 	if p.announcer != nil && (prev.GARPRepeat != cfg.GARPRepeat || prev.GARPRefresh != cfg.GARPRefresh) {
 		p.announcer.SetGARP(cfg.GARPRepeat, cfg.GARPRefresh)

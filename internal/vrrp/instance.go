@@ -401,16 +401,16 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	defer refresh.Close()
 	read := func() time.Time { i.drain(core, packets); return time.Now() }
 	for {
+		var e Event
 		select {
 		case <-refresh.C():
-			n.Link(time.Now())
+			e = Event{Kind: LinkNews}
 		case <-i.link:
 			// Netlink told us: the interface is gone, back, or its carrier
 			// changed. A carrier flap costs the flap (Machine.SetCarrier).
-			n.Link(time.Now())
+			e = Event{Kind: LinkNews}
 		case <-ctx.Done():
-			core.Shutdown(time.Now())
-			n.Apply(time.Now())
+			n.Step(Event{Kind: ShutDown}, time.Now, read)
 			close(stop)
 			for _, c := range i.conns {
 				c.Close()
@@ -418,26 +418,23 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			readers.Wait()
 			return
 		case on := <-i.preempt:
-			n.CatchUp(time.Now(), read)
-			core.SetPreempt(on)
+			e = Event{Kind: PreemptReloaded, Preempt: on}
 		case d := <-i.settle:
-			core.SetSettleWithin(d)
+			e = Event{Kind: SettleReloaded, Settle: d}
 		case tr := <-i.health:
-			n.CatchUp(time.Now(), read)
-			core.Health(tr, time.Now())
+			e = Event{Kind: HealthChanged, Health: tr}
 		case p := <-i.base:
-			n.CatchUp(time.Now(), read)
-			core.SetBase(p, time.Now())
+			e = Event{Kind: PriorityReloaded, Priority: p}
 		case p := <-packets:
-			core.Receive(p.adv, p.src, time.Now())
+			e = Event{Kind: Received, Adv: p.adv, Src: p.src}
 		case a := <-i.served: // answers(a) held when Served queued it
-			core.Served(a.member, a.at)
+			e = Event{Kind: Answered, Member: a.member, At: a.at}
 		case <-i.lapsed:
-			n.Lapsed(read)
+			e = Event{Kind: LifetimeLapsed}
 		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
-			n.Due(read)
+			e = Event{Kind: TimerFired}
 		}
-		n.Apply(time.Now())
+		n.Step(e, time.Now, read)
 		resetTimer(timer, core.Deadline())
 	}
 }

@@ -672,7 +672,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// healed (as keepalived's garp_lower_prio_repeat assumes): tell it
 			// at once and win the neighbours' caches back. Back from an
 			// absence, the answer waits for the overdue timer, which runs
-			// once what the kernel queued is read (Node.Due): the taker's
+			// once what the kernel queued is read (Node.Step): the taker's
 			// advertisement read with this one is judged as after the
 			// absence and the node steps back, and no answer of ours has
 			// made the taker step back too (no holder until a
@@ -693,7 +693,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 // intervals: the backups last heard one at most an interval before it was
 // due, so their Master_Down_Timer (3 x interval + skew) may have fired. Only a
 // process that did not run gets there: the driver hands over packets the
-// kernel queued before a timer that is due (Node.Due), so the
+// kernel queued before a timer that is due (Node.Step), so the
 // advertisements of the node that took over are seen before ours is sent.
 func (m *Machine) wasAbsent(now time.Time) bool {
 	return !m.deadline.IsZero() && now.Sub(m.deadline) >= 2*m.p.Interval

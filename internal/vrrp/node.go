@@ -41,9 +41,9 @@ func (n *Node) Primaries(ps []netip.Addr, now time.Time) {
 	n.carrier(now)
 }
 
-// Link looks at the interface now: deleted, made again, its carrier
+// link looks at the interface now: deleted, made again, its carrier
 // (refresh, carrier).
-func (n *Node) Link(now time.Time) {
+func (n *Node) link(now time.Time) {
 	n.refresh(now)
 	n.carrier(now)
 }
@@ -56,34 +56,36 @@ func (n *Node) Link(now time.Time) {
 // meanwhile must see that before it advertises (Machine.wasAbsent).
 type Reader func() time.Time
 
-// Due runs the core's timer, after what the kernel queued (read).
-func (n *Node) Due(read Reader) { n.core.Timeout(read()) }
+// due runs the core's timer, after what the kernel queued (read).
+func (n *Node) due(read Reader) { n.core.Timeout(read()) }
 
-// CatchUp runs a timer already due at now, after what the kernel queued,
+// catchUp runs a timer already due at now, after what the kernel queued,
 // before another event (a health transition, a reload's priority or
 // preempt): after a freeze a reload's priority must not reach a master
 // before the advertisements of the node that took over.
-func (n *Node) CatchUp(now time.Time, read Reader) {
+func (n *Node) catchUp(now time.Time, read Reader) {
 	if at := n.core.Deadline(); !at.IsZero() && !now.Before(at) {
-		n.Due(read)
+		n.due(read)
 	}
 }
 
-// Lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): after
+// lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): after
 // what the kernel queued, due timers run, then the election binds it
 // again if still master (Core.Lapsed).
-func (n *Node) Lapsed(read Reader) {
+func (n *Node) lapsed(read Reader) {
 	now := read()
 	n.core.Timeout(now)
 	n.core.Lapsed(now)
 }
 
 // Served hands the election an answer for a VIP seen at at (acd's Served
-// note), if it answers the latest question (Instance.answers).
-func (n *Node) Served(member bool, at time.Time) {
-	if n.i.answers(member, at) {
-		n.core.Served(member, at)
+// note) if it answers the latest question (Instance.answers), as
+// Instance.Served queues it for Run, and returns what it decided.
+func (n *Node) Served(member bool, at time.Time, now func() time.Time) []Effect {
+	if !n.i.answers(member, at) {
+		return nil
 	}
+	return n.Step(Event{Kind: Answered, Member: member, At: at}, now, nil)
 }
 
 // Apply carries out, in order, what the core decided, and returns it.

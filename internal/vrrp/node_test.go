@@ -24,13 +24,13 @@ func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
 	n.Apply(t0)
 	reads := 0
 	now := core.Deadline().Add(-time.Millisecond) // not due yet
-	n.CatchUp(now, func() time.Time { reads++; return now })
+	n.catchUp(now, func() time.Time { reads++; return now })
 	if reads != 0 {
 		t.Fatal("read the queue for a timer not due")
 	}
 	now = core.Deadline().Add(3 * time.Second) // frozen past the backups' wait
 	taker := Advertisement{VRID: 51, Priority: 50, Interval: Centiseconds(time.Second), Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
-	n.CatchUp(now, func() time.Time {
+	n.catchUp(now, func() time.Time {
 		reads++
 		core.Receive(taker, netip.MustParseAddr("192.0.2.12"), now)
 		return now
@@ -77,4 +77,16 @@ func healthyNode() (*Instance, *Node, time.Time) {
 	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
 	n.Core().Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
 	return inst, n, t0
+}
+
+// TestStepPanicsOnAnUnknownKind: an event the node does not know is a bug
+// in its driver, not something to skip.
+func TestStepPanicsOnAnUnknownKind(t *testing.T) {
+	_, n, t0 := healthyNode()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an unknown event kind did not panic")
+		}
+	}()
+	n.Step(Event{}, func() time.Time { return t0 }, nil)
 }

@@ -171,8 +171,7 @@ func (d *daemon) settle() {
 			d.when(false, func() {
 				if d.alive() && d.coreAt.Equal(at) {
 					d.coreAt = time.Time{}
-					d.node.Due(d.read)
-					d.effects()
+					d.elect(vrrp.Event{Kind: vrrp.TimerFired})
 					d.settle()
 				}
 			})
@@ -242,8 +241,7 @@ func (d *daemon) wake(renewing bool) {
 		})
 	}
 	if d.lapsed {
-		d.node.Lapsed(d.read)
-		d.effects()
+		d.elect(vrrp.Event{Kind: vrrp.LifetimeLapsed})
 		d.settle()
 	}
 }
@@ -378,9 +376,7 @@ func (d *daemon) observe(r health.Result) {
 
 // tell hands a transition to the election (agent.Agent, vrrp.Instance).
 func (d *daemon) tell(tr health.Transition) {
-	d.node.CatchUp(d.h.s.w.now, d.read)
-	d.core.Health(tr, d.h.s.w.now)
-	d.effects()
+	d.elect(vrrp.Event{Kind: vrrp.HealthChanged, Health: tr})
 }
 
 // refresh is the instance's periodic interface check.
@@ -412,8 +408,7 @@ func (d *daemon) linkChanged() {
 
 // linkCheck is the instance's look at its interface (vrrp.Node.Link).
 func (d *daemon) linkCheck() {
-	d.node.Link(d.h.s.w.now)
-	d.effects()
+	d.elect(vrrp.Event{Kind: vrrp.LinkNews})
 }
 
 // receive is the daemon's part of a frame: the instance's reader and the
@@ -437,8 +432,7 @@ func (d *daemon) handle(f frame) {
 		if f.adv.Priority == 0 || f.ip == d.core.Master() {
 			d.heardFrom, d.heardAt = f.ip, now
 		}
-		d.core.Receive(f.adv, f.ip, now)
-		d.effects()
+		d.elect(vrrp.Event{Kind: vrrp.Received, Adv: f.adv, Src: f.ip})
 	case claim:
 		if d.guard != nil && !now.Before(d.wireDown) && d.vwire.index == d.h.index {
 			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
@@ -528,19 +522,28 @@ func (o owners) Poke()                    { o.d.poke("guard") }
 func (o owners) Contested(vip netip.Addr) { o.d.announceAgain(vip, true) }
 func (o owners) Defend(vip netip.Addr)    { o.d.announceAgain(vip, false) }
 func (o owners) Served(member bool, at time.Time) {
-	o.d.node.Served(member, at)
-	o.d.effects()
+	o.d.follow(o.d.node.Served(member, at, o.d.clock))
 }
 
 // effects carries out what the core decided (vrrp.Node.Apply) and
 // follows its state changes.
-func (d *daemon) effects() {
-	for _, e := range d.node.Apply(d.h.s.w.now) {
+func (d *daemon) effects() { d.follow(d.node.Apply(d.h.s.w.now)) }
+
+// elect hands the election an event (vrrp.Node.Step), as the instance's
+// Run does, and follows its state changes.
+func (d *daemon) elect(e vrrp.Event) { d.follow(d.node.Step(e, d.clock, d.read)) }
+
+// follow checks the invariants at each state change the election made.
+func (d *daemon) follow(effects []vrrp.Effect) {
+	for _, e := range effects {
 		if e.Kind == vrrp.Report {
 			d.changed(e.To, e.Reason, e.At)
 		}
 	}
 }
+
+// clock is the daemon's clock: the simulation's.
+func (d *daemon) clock() time.Time { return d.h.s.w.now }
 
 // decide is the agent's Hold and Release of a VIP, which the reconcile
 // loop carries out.
@@ -693,4 +696,16 @@ func (k kernel) Del(p netip.Prefix) error {
 	}
 	delete(k.h.lapse, p)
 	return k.h.addrs.Del(p)
+}
+
+// tuner is the election as a reload retunes it (l2node.ElectionTuner):
+// each setting an event, as the instance's Run hands it over.
+type tuner struct{ d *daemon }
+
+func (t tuner) SetPriority(p uint8) {
+	t.d.elect(vrrp.Event{Kind: vrrp.PriorityReloaded, Priority: p})
+}
+func (t tuner) SetPreempt(on bool) { t.d.elect(vrrp.Event{Kind: vrrp.PreemptReloaded, Preempt: on}) }
+func (t tuner) SetSettleWithin(d time.Duration) {
+	t.d.elect(vrrp.Event{Kind: vrrp.SettleReloaded, Settle: d})
 }

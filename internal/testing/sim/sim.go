@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
+	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
@@ -290,8 +291,7 @@ func (s *sim) apply(f fault) {
 // stop is a SIGTERM: the instance resigns, the reconcile loop releases
 // every VIP (agent.Agent.Run's shutdown order).
 func (d *daemon) stop() {
-	d.core.Shutdown(d.h.s.w.now)
-	d.effects()
+	d.elect(vrrp.Event{Kind: vrrp.ShutDown})
 	for _, v := range d.vips {
 		d.loop.Set(v, false)
 	}
@@ -361,15 +361,7 @@ func (s *sim) reload(h *host, variant int) {
 	s.w.logf("%s   reloaded applied=%v restart=%v", h.name, applied, restart)
 	prev := d.cfg
 	d.cfg = merged
-	if prev.Priority != merged.Priority {
-		d.node.CatchUp(s.w.now, d.read)
-		d.core.SetBase(uint8(merged.Priority), s.w.now)
-	}
-	if prev.Preempt != merged.Preempt {
-		d.node.CatchUp(s.w.now, d.read)
-		d.core.SetPreempt(merged.Preempt)
-	}
-	d.effects()
+	l2node.Reload(tuner{d}, prev, merged)
 	d.settle()
 }
 

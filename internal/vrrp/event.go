@@ -1,0 +1,89 @@
+package vrrp
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/novaedge/cpvip/internal/health"
+)
+
+// EventKind names what happened to a node's election.
+type EventKind uint8
+
+const (
+	// TimerFired: the core's timer (Core.Deadline) is due.
+	TimerFired EventKind = iota + 1
+	// Received: an advertisement of our group the readers accepted (Adv,
+	// Src).
+	Received
+	// HealthChanged: the checker's transition (Health).
+	HealthChanged
+	// PriorityReloaded: a reload's PRIORITY (Priority).
+	PriorityReloaded
+	// PreemptReloaded: a reload's PREEMPT (Preempt).
+	PreemptReloaded
+	// SettleReloaded: a reload's HEALTH_INTERVAL, as SettleWithin (Settle).
+	SettleReloaded
+	// Answered: a host answered for a VIP at At, answering the latest
+	// question (Instance.answers); Member: a router of our group.
+	Answered
+	// LifetimeLapsed: a held VIP's lifetime ran out.
+	LifetimeLapsed
+	// LinkNews: look at the interface (netlink's news, or the periodic
+	// refresh).
+	LinkNews
+	// ShutDown: the daemon stops; a master resigns.
+	ShutDown
+)
+
+// Event is one thing that happens to a node's election: what
+// Instance.Run's loop receives, and what the simulation hands it.
+type Event struct {
+	Kind     EventKind
+	Adv      Advertisement     // Received
+	Src      netip.Addr        // Received
+	Health   health.Transition // HealthChanged
+	Priority uint8             // PriorityReloaded
+	Preempt  bool              // PreemptReloaded
+	Settle   time.Duration     // SettleReloaded
+	Member   bool              // Answered
+	At       time.Time         // Answered
+}
+
+// Step hands the election one event, the clock read with now, carries out
+// what it decided (Apply) and returns that. An event that must not reach
+// the core before the advertisements the kernel queued (a due timer; a
+// health verdict or a reload that finds the timer overdue: catchUp) has
+// them read first (read). An unknown kind is a bug: it panics.
+func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
+	core := n.core
+	switch e.Kind {
+	case TimerFired:
+		n.due(read)
+	case Received:
+		core.Receive(e.Adv, e.Src, now())
+	case HealthChanged:
+		n.catchUp(now(), read)
+		core.Health(e.Health, now())
+	case PriorityReloaded:
+		n.catchUp(now(), read)
+		core.SetBase(e.Priority, now())
+	case PreemptReloaded:
+		n.catchUp(now(), read)
+		core.SetPreempt(e.Preempt)
+	case SettleReloaded:
+		core.SetSettleWithin(e.Settle)
+	case Answered:
+		core.Served(e.Member, e.At)
+	case LifetimeLapsed:
+		n.lapsed(read)
+	case LinkNews:
+		n.link(now())
+	case ShutDown:
+		core.Shutdown(now())
+	default:
+		panic(fmt.Sprintf("vrrp: unknown event kind %d", e.Kind))
+	}
+	return n.Apply(now())
+}
