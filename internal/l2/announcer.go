@@ -201,14 +201,9 @@ func (a *Announcer) burst(ctx context.Context, vip netip.Addr) {
 	}
 }
 
-// gates is what the node says of vip as b's announcement is due, asked
-// only as far as the answer needs: a takeover's first announcement does
-// not wait for a reconcile pass that holds the reconciler (Fresh).
+// gates is what the node says of vip as b's announcement is due (Ask).
 func (a *Announcer) gates(b *Burst, vip netip.Addr) Gates {
-	g := Gates{Wanted: a.loop.Wanted(vip)}
-	g.Leading = g.Wanted && a.leading()
-	g.Fresh = g.Leading && !b.Self() && a.rec.Fresh(vip)
-	return g
+	return b.Ask(func() bool { return a.loop.Wanted(vip) }, a.leading, func() bool { return a.rec.Fresh(vip) })
 }
 
 // caughtUp waits, at most catchUpWait, until the election has read what

@@ -47,6 +47,18 @@ type Gates struct {
 	Fresh   bool // the VIP is bound and its lifetime renewed in time (reconcile.Reconciler.Fresh)
 }
 
+// Ask returns the gates of the announcement due, asking each part only as
+// far as the answer needs: whether the master leads only for a VIP it
+// wants, whether the VIP is fresh only for a repeat of a leading master
+// (a takeover's first announcement does not wait for a reconcile pass
+// that holds the reconciler).
+func (b *Burst) Ask(wanted, leading, fresh func() bool) Gates {
+	g := Gates{Wanted: wanted()}
+	g.Leading = g.Wanted && leading()
+	g.Fresh = g.Leading && !b.Self() && fresh()
+	return g
+}
+
 // Goes says whether the announcement due now goes out: only a master
 // announces a VIP it wants, and a repeat only a VIP still bound in time
 // (the first is sent as the pass binds it). A burst that does not go is

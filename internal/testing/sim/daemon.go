@@ -270,7 +270,8 @@ func (d *daemon) burst(vip netip.Addr) {
 	var next func(try int)
 	now := func() time.Time { return h.s.w.now }
 	gates := func() l2.Gates {
-		return l2.Gates{Wanted: d.wanted(vip), Leading: h.role != ours || d.inst.Leading(), Fresh: d.rec.Fresh(vip)}
+		return b.Ask(func() bool { return d.wanted(vip) }, func() bool { return h.role != ours || d.inst.Leading() },
+			func() bool { return d.rec.Fresh(vip) })
 	}
 	caughtUp := func(time.Time) bool {
 		d.read()
