@@ -304,11 +304,14 @@ func (g *Guard) Conflicts() []Conflict {
 // once, as RFC 5227 section 2.1 asks of a host whose link changed; its wire
 // gets a fresh start. A VIP not bound is bound again only after a probe on
 // the link as it is now went unanswered: a host that took the VIP while
-// our link was down answers it (testdata/guard/link-change.txt).
+// our link was down answers it (testdata/guard/link-change.txt); the
+// probe sent before the change is never counted
+// (testdata/guard/link-change-voids-the-probe-before.txt).
 func (g *Guard) LinkChanged() {
 	g.mu.Lock()
 	for _, s := range g.vips {
 		s.probes.tried, s.probes.checked, s.wire.failing = time.Time{}, false, time.Time{}
+		s.probes.void()
 	}
 	g.mu.Unlock()
 	g.kick()

@@ -66,9 +66,10 @@ func (g *Guard) Start() {
 	g.mu.Unlock()
 }
 
-// Round sends the probes that are due and returns when the next thing is
-// due: a probe, or the end of a blocked VIP's answer wait (to let the loop
-// bind it).
+// Round counts each VIP's latest probe whose answer wait is over, sends
+// the probes that are due and returns when the next thing is due: a
+// probe, or the end of a blocked VIP's answer wait (to let the loop bind
+// it).
 func (g *Guard) Round() time.Time {
 	if g.settling() {
 		g.mu.Lock()
@@ -81,9 +82,7 @@ func (g *Guard) Round() time.Time {
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
-		// Count the latest probe before the next replaces it: every probe
-		// whose answer wait is over counts, whenever Tell judges.
-		s.probes.count(now, s.others.claim)
+		s.probes.count(now, s.others.claim) // before the next replaces it
 		if !s.nextProbe(g.DefendWait).After(now) {
 			due = append(due, vip)
 		}
@@ -233,8 +232,8 @@ func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 	g.failed(vip, "Opening the conflict probe failed", err)
 }
 
-// Attach installs w as vip's wire (nil: none) and wakes the guard; false
-// once the guard is closing. A wire that replaces one that failed, when a
+// Attach installs w as vip's wire (nil: none, and the latest probe counts
+// for nothing) and wakes the guard; false once the guard is closing. A wire that replaces one that failed, when a
 // probe due meanwhile did not go, probes at once: nothing was heard while
 // it failed, and a host that took the VIP meanwhile and stays silent only
 // answers a probe. A wire reopened after a read error with its probes
@@ -247,6 +246,9 @@ func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	}
 	s := g.vips[vip]
 	s.wire.conn = w
+	if w == nil {
+		s.probes.void() // its reader failed: an answer may have gone unheard
+	}
 	if w != nil && !s.wire.failing.IsZero() && s.probes.tried.After(s.probes.sent) {
 		s.probes.tried = time.Time{}
 	}

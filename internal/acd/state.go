@@ -67,3 +67,7 @@ func (p *probes) count(now time.Time, c *Conflict) {
 		p.quiet = 0
 	}
 }
+
+// void makes the latest probe count for nothing: its answers may not
+// have been heard (the link changed, the wire's reader failed).
+func (p *probes) void() { p.counted = p.sent }

@@ -37,6 +37,18 @@ const (
 	ShutDown
 )
 
+var eventNames = [...]string{TimerFired: "timer fired", Received: "received", HealthChanged: "health changed",
+	PriorityReloaded: "priority reloaded", PreemptReloaded: "preempt reloaded", SettleReloaded: "settle reloaded",
+	Answered: "answered", LifetimeLapsed: "lifetime lapsed", LinkNews: "link news", ShutDown: "shut down"}
+
+// String names the kind.
+func (k EventKind) String() string {
+	if int(k) < len(eventNames) && eventNames[k] != "" {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", k)
+}
+
 // Event is one thing that happens to a node's election: what
 // Instance.Run's loop receives, and what the simulation hands it.
 type Event struct {
@@ -83,7 +95,7 @@ func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
 	case ShutDown:
 		core.Shutdown(now())
 	default:
-		panic(fmt.Sprintf("vrrp: unknown event kind %d", e.Kind))
+		panic(fmt.Sprintf("vrrp: unknown event kind %v", e.Kind))
 	}
 	return n.Apply(now())
 }

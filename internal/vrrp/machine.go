@@ -355,11 +355,15 @@ func (m *Machine) followsStronger(src netip.Addr) bool {
 // the master resigned or fell to the fail-open priority, so whether its
 // host still answers does not matter.
 func (m *Machine) takeOverSoon(now time.Time, t Takeover) {
+	var first time.Time // a resignation's first stays a sign of life (reconsider)
+	if t.Cause == Resigned {
+		first = m.wait.resignedAt
+	}
 	switch at := now.Add(m.handoverSkew()); {
 	case m.deadline.IsZero() || at.Before(m.deadline):
-		m.deadline, m.wait = at, backupWait{phase: soon, since: m.wait.since, soon: t}
+		m.deadline, m.wait = at, backupWait{phase: soon, since: m.wait.since, soon: t, resignedAt: first}
 	case m.wait.phase != soon:
-		m.wait = backupWait{phase: counting, since: m.wait.since} // no more asking
+		m.wait = backupWait{phase: counting, since: m.wait.since, resignedAt: first} // no more asking
 	case t.Cause.Live():
 		m.wait.soon = t // due already: now for this reason (settled, or past SettleWithin)
 	}
@@ -607,12 +611,10 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			// priority 0 every interval until a backup takes over (Core).
 			// When it first did is remembered: should we fail before our
 			// skew runs out, it is a sign of life (reconsider).
-			first := m.wait.resignedAt
 			m.takeOverSoon(now, Takeover{Cause: Resigned, From: src})
-			if first.IsZero() {
-				first = now
+			if m.wait.resignedAt.IsZero() {
+				m.wait.resignedAt = now
 			}
-			m.wait.resignedAt = first
 		case a.Priority == FailOpenPriority && m.followsStronger(src):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open

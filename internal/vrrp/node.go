@@ -18,16 +18,17 @@ type Node struct {
 }
 
 // Node returns the instance's election, started at now: decide is called
-// for every VIP on becoming master (true) and on leaving it (false). After
-// each event (a method of Node or of its Core) the driver calls Apply.
+// for every VIP on becoming master (true) and on leaving it (false). Its
+// events go through Step, which carries out what they decided; after a
+// call of its Core's own (or Primaries) the driver calls Apply.
 func (i *Instance) Node(decide func(netip.Prefix, bool), now time.Time) *Node {
 	n := &Node{i: i, core: NewCore(i.cfg, i.log), decide: decide}
 	n.core.Start(now)
 	return n
 }
 
-// Core is the node's election, for the events that go to it as they are
-// (Receive, Timeout, Health, …).
+// Core is the node's election, for what its driver reads of it (State,
+// Deadline, …) and the settings a driver without health gives it.
 func (n *Node) Core() *Core { return n.core }
 
 // Primaries takes the source address of each transport (their order) once
