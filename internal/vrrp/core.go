@@ -348,6 +348,18 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 		c.handover.heard = true
 		c.handoverAt = now.Add(handoverGrace)
 	}
+	if a.Priority == 0 && c.phase == HandingOver && !c.handover.fallback && !c.handover.heard && c.m.State() == Initialize &&
+		src.Compare(c.m.p.Primary) > 0 {
+		// A holder that resigned with fail open off keeps the VIP only for
+		// a healthy node; another holder resigning too (a split brain
+		// healed, a takeover whose first advertisement was lost, while
+		// every apiserver fails) is no such node, and both would keep it
+		// until their handover waits end. As between two masters, the
+		// higher address keeps it and the lower lets it go at once.
+		c.handedOver("another master resigned too, with a higher address")
+		c.handover, c.handoverAt = handover{}, time.Time{}
+		return
+	}
 	if a.Priority == 0 && c.phase == HandingOver && c.handover.fallback && !c.handover.heard && c.m.State() == Initialize {
 		// A holder resigned for a certain failure that hears another
 		// priority 0 is master again at the fail-open priority at once:

@@ -90,3 +90,32 @@ func TestStepPanicsOnAnUnknownKind(t *testing.T) {
 	}()
 	n.Step(Event{}, func() time.Time { return t0 }, nil)
 }
+
+// TestDoubtGoesInBeforeTheQueue: a process that did not run (frozen)
+// while its apiserver closed the kept connection and a master fell to the
+// fail-open priority takes the doubt before it reads the queued
+// advertisements: a healthy, settled backup with PREEMPT does not take
+// the VIP from the fail-open master on health it no longer trusts.
+func TestDoubtGoesInBeforeTheQueue(t *testing.T) {
+	_, n, t0 := healthyNode()
+	core := n.Core()
+	n.Apply(t0)
+	master := netip.MustParseAddr("192.0.2.10")
+	adv := func(p uint8) Advertisement {
+		return Advertisement{VRID: 51, Priority: p, Interval: Centiseconds(time.Second), Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+	}
+	clock := func() time.Time { return t0 }
+	n.Step(Event{Kind: PreemptReloaded, Preempt: true}, clock, func() time.Time { return t0 })
+	n.Step(Event{Kind: Received, Adv: adv(200), Src: master}, clock, nil)
+	now := t0.Add(10 * time.Second) // frozen meanwhile: the timer is overdue
+	at := func() time.Time { return now }
+	read := func() time.Time {
+		core.Receive(adv(FailOpenPriority), master, now)
+		return now
+	}
+	n.Step(Event{Kind: HealthChanged, Health: health.Transition{State: health.Healthy, Settled: true, InDoubt: true}}, at, read)
+	n.Step(Event{Kind: TimerFired}, at, read)
+	if core.State() == Master {
+		t.Fatal("took the VIP from a fail-open master while in doubt of its own apiserver")
+	}
+}
