@@ -101,7 +101,8 @@ type Machine struct {
 	masterAdverInt time.Duration
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
-	masterPriority uint8 // priority of the last advertisement a backup heard from its master
+	masterPriority uint8     // priority of the last advertisement a backup heard from its master
+	masterAt       time.Time // when it was heard
 	// failOpenSince: since when that master advertises the fail-open
 	// priority while we keep our priority (zero: it does not): how long a
 	// healthy backup has waited for its own settling (SettleWithin).
@@ -328,7 +329,7 @@ func (m *Machine) follow(src netip.Addr, priority uint8, now time.Time) {
 	case !m.followsFailing(src):
 		m.failOpenSince = now
 	}
-	m.master, m.masterPriority = src, priority
+	m.master, m.masterPriority, m.masterAt = src, priority, now
 }
 
 // Took returns why we last became master (NoTakeover: not by a takeover).
@@ -346,9 +347,12 @@ func (m *Machine) fromLive(now time.Time) Takeover {
 }
 
 // followsStronger says whether a backup follows a master other than src
-// that advertises above the fail-open priority.
-func (m *Machine) followsStronger(src netip.Addr) bool {
-	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority
+// that advertises above the fail-open priority, heard within an interval
+// and a half: one silent longer (a taker that stepped back after one
+// advertisement, a master lost) is no master beside src.
+func (m *Machine) followsStronger(src netip.Addr, now time.Time) bool {
+	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority &&
+		now.Sub(m.masterAt) <= m.masterAdverInt*3/2
 }
 
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew:
@@ -615,7 +619,7 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			if m.wait.resignedAt.IsZero() {
 				m.wait.resignedAt = now
 			}
-		case a.Priority == FailOpenPriority && m.followsStronger(src):
+		case a.Priority == FailOpenPriority && m.followsStronger(src, now):
 			// A fail-open master beside the stronger master we follow (a
 			// partition healing): that one serves, and the fail-open
 			// master yields to it on its next advertisement. Taking over

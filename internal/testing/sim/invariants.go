@@ -184,7 +184,8 @@ func (s *sim) takersSettled() *Failure {
 // resign within an interval (and 50 ms) never after its checker has seen
 // its own apiserver, not healthy, close the kept connection (until a check
 // passes again): a failure every node shares, noticed by the holder first,
-// must not move the VIP to a node that knew of its own. Always, no bound.
+// must not move the VIP to a node that knew of its own. Always, no bound;
+// save from a master that resigned with fail open off (daemon.releasing).
 func (s *sim) takersAlive() *Failure {
 	if s.inv.deadTaker == "" {
 		return nil
