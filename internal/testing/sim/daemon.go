@@ -62,8 +62,9 @@ type daemon struct {
 	kept bool
 	// heardFrom, heardAt: the master we last heard advertise, or resign
 	// (priority 0), and when: for the invariant takersAlive.
-	heardFrom netip.Addr
-	heardAt   time.Time
+	heardFrom   netip.Addr
+	heardAt     time.Time
+	heardResign bool // what was heard was a resignation (priority 0)
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
@@ -431,7 +432,7 @@ func (d *daemon) handle(f frame) {
 			return
 		}
 		if f.adv.Priority == 0 || f.ip == d.core.Master() {
-			d.heardFrom, d.heardAt = f.ip, now
+			d.heardFrom, d.heardAt, d.heardResign = f.ip, now, f.adv.Priority == 0
 		}
 		d.elect(vrrp.Event{Kind: vrrp.Received, Adv: f.adv, Src: f.ip})
 	case claim:
@@ -616,6 +617,22 @@ func (v *vrrpWire) Carrier() (bool, error) {
 func (v *vrrpWire) Pending() bool { return false }
 func (v *vrrpWire) Close() error  { return nil }
 
+// releasing says whether the master last heard resigned with fail open
+// off: it lets the VIP go after five intervals, and a failing backup takes
+// over before that, at the master down interval from the first resignation
+// (docs/vrrp.md), not after it, a gap.
+func (d *daemon) releasing() bool {
+	if !d.heardResign {
+		return false
+	}
+	for _, h := range d.h.s.group {
+		if h.ip == d.heardFrom && h.d != nil {
+			return !h.d.cfg.FailOpen
+		}
+	}
+	return false
+}
+
 // changed checks the invariants a takeover must keep.
 func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 	if to != vrrp.Master {
@@ -626,7 +643,7 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
 	}
 	if ago := now.Sub(d.heardAt); d.h.role == ours && d.h.closeSeen && d.core.Took() != vrrp.NoTakeover &&
-		ago <= d.cfg.AdvertInterval+50*time.Millisecond && inv.deadTaker == "" {
+		ago <= d.cfg.AdvertInterval+50*time.Millisecond && !d.releasing() && inv.deadTaker == "" {
 		inv.deadTaker = fmt.Sprintf("%s took over (%s) after its checker saw its apiserver (%s) close the connection, %s advertising %v before",
 			d.h.name, why, d.h.api, d.heardFrom, ago)
 	}
