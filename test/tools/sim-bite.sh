@@ -36,7 +36,7 @@ declare -A invariant=(
 declare -A seeds=([1]="1 13 16" [2]="15 16 25" [3]="149 155 180" [4]="2 15 17" [5]="366 950 1270" [6]="8 25 26"
   [announce-unbound]="1 2 3" [freeze-pingpong]="7 120 171" [restart-wait]="107 111 140" [unsettled-taker]="21 31 36"
   [lifetime]="7 11 23" [resume-listen]="132 251 583" [wire-recovers]="41918"
-  [in-doubt]="36" [no-master-yet]="1119" [two-resigned]="11114" [resigned-repeats]="7558"
+  [in-doubt]="36" [no-master-yet]="25599" [two-resigned]="11114" [resigned-repeats]="7719"
   [stale-claim]="324 660 932")
 missed=0
 for n in 1 2 3 4 5 6 announce-unbound freeze-pingpong restart-wait unsettled-taker lifetime resume-listen wire-recovers in-doubt no-master-yet two-resigned resigned-repeats stale-claim; do
