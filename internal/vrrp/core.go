@@ -350,12 +350,11 @@ func (c *Core) Receive(a Advertisement, src netip.Addr, now time.Time) {
 	}
 	if a.Priority == 0 && c.phase == HandingOver && !c.handover.fallback && !c.handover.heard && c.m.State() == Initialize &&
 		src.Compare(c.m.p.Primary) > 0 {
-		// A holder that resigned with fail open off keeps the VIP only for
-		// a healthy node; another holder resigning too (a split brain
-		// healed, a takeover whose first advertisement was lost, while
-		// every apiserver fails) is no such node, and both would keep it
-		// until their handover waits end. As between two masters, the
-		// higher address keeps it and the lower lets it go at once.
+		// With fail open off, a resigned holder keeps the VIP only for a
+		// healthy node; another holder's priority 0 from a higher address
+		// comes from none: it lets the VIP go at once, and the higher
+		// keeps it for a healthy node, as between two masters
+		// (testdata/core/two-resigned-holders.txt).
 		c.handedOver("another master resigned too, with a higher address")
 		c.handover, c.handoverAt = handover{}, time.Time{}
 		return

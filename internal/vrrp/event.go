@@ -68,10 +68,10 @@ type Event struct {
 // the core before the advertisements the kernel queued (a due timer; a
 // health verdict or a reload that finds the timer overdue: catchUp) has
 // them read first (read). A doubt of our apiserver (Transition.InDoubt)
-// goes in before them: it only holds takeovers back, and what was queued
-// after the apiserver closed the connection (a process that did not run
-// meanwhile) must not be acted on as if it were healthy. An unknown kind
-// is a bug: it panics.
+// goes in before them, the rest of its transition after: the doubt only
+// holds takeovers back, and what was queued after the apiserver closed the
+// connection (a process that did not run meanwhile) must not be acted on
+// as if it were healthy. An unknown kind is a bug: it panics.
 func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
 	core := n.core
 	switch e.Kind {
@@ -80,9 +80,10 @@ func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
 	case Received:
 		core.Receive(e.Adv, e.Src, now())
 	case HealthChanged:
-		if !e.Health.InDoubt {
-			n.catchUp(now(), read)
+		if e.Health.InDoubt {
+			core.setInDoubt(true, now())
 		}
+		n.catchUp(now(), read)
 		core.Health(e.Health, now())
 	case PriorityReloaded:
 		n.catchUp(now(), read)

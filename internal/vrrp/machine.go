@@ -101,8 +101,7 @@ type Machine struct {
 	masterAdverInt time.Duration
 	deadline       time.Time // Adver_Timer (Master) or Master_Down_Timer (Backup); zero = none
 	master         netip.Addr
-	masterPriority uint8     // priority of the last advertisement a backup heard from its master
-	masterAt       time.Time // when it was heard
+	masterPriority uint8 // priority of the last advertisement a backup heard from its master
 	// failOpenSince: since when that master advertises the fail-open
 	// priority while we keep our priority (zero: it does not): how long a
 	// healthy backup has waited for its own settling (SettleWithin).
@@ -329,7 +328,7 @@ func (m *Machine) follow(src netip.Addr, priority uint8, now time.Time) {
 	case !m.followsFailing(src):
 		m.failOpenSince = now
 	}
-	m.master, m.masterPriority, m.masterAt = src, priority, now
+	m.master, m.masterPriority = src, priority
 }
 
 // Took returns why we last became master (NoTakeover: not by a takeover).
@@ -347,12 +346,9 @@ func (m *Machine) fromLive(now time.Time) Takeover {
 }
 
 // followsStronger says whether a backup follows a master other than src
-// that advertises above the fail-open priority, heard within an interval
-// and a half: one silent longer (a taker that stepped back after one
-// advertisement, a master lost) is no master beside src.
-func (m *Machine) followsStronger(src netip.Addr, now time.Time) bool {
-	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority &&
-		now.Sub(m.masterAt) <= m.masterAdverInt*3/2
+// that advertises above the fail-open priority.
+func (m *Machine) followsStronger(src netip.Addr) bool {
+	return m.master.IsValid() && m.master != src && m.masterPriority > FailOpenPriority
 }
 
 // takeOverSoon brings the Master_Down_Timer forward to the handover skew:
@@ -619,12 +615,13 @@ func (m *Machine) Receive(a Advertisement, src netip.Addr, now time.Time) []Acti
 			if m.wait.resignedAt.IsZero() {
 				m.wait.resignedAt = now
 			}
-		case a.Priority == FailOpenPriority && m.followsStronger(src, now):
+		case a.Priority == FailOpenPriority && m.followsStronger(src) && m.preempts(a.Priority, m.failingFor(src, a.Priority, now)):
 			// A fail-open master beside the stronger master we follow (a
-			// partition healing): that one serves, and the fail-open
-			// master yields to it on its next advertisement. Taking over
-			// would make a third holder for an interval
-			// (testdata/core/failopen-beside-stronger.txt).
+			// partition healing), which we would take the VIP from: that
+			// one serves, and the fail-open master yields to it on its
+			// next advertisement. Taking over would make a third holder
+			// for an interval (testdata/core/failopen-beside-stronger.txt).
+			// A backup that would not take it over follows it (below).
 		case a.Priority == FailOpenPriority && m.preempts(a.Priority, m.failingFor(src, a.Priority, now)):
 			// A master that keeps the VIP only because no node was
 			// healthy: we are, and settled (or it has failed for

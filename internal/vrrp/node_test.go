@@ -119,3 +119,33 @@ func TestDoubtGoesInBeforeTheQueue(t *testing.T) {
 		t.Fatal("took the VIP from a fail-open master while in doubt of its own apiserver")
 	}
 }
+
+// TestDoubtCarryingAFailureReadsTheQueueFirst: a doubt whose transition
+// also says unhealthy (older transitions dropped from a full queue) reaches
+// a master that was replaced while it did not run only after the taker's
+// queued advertisements: it steps back, and sends no priority 0 beside the
+// taker (every backup would bring its takeover forward).
+func TestDoubtCarryingAFailureReadsTheQueueFirst(t *testing.T) {
+	_, n, t0 := healthyNode()
+	core := n.Core()
+	for core.State() != Master {
+		core.Timeout(core.Deadline())
+	}
+	n.Apply(t0)
+	now := core.Deadline().Add(3 * time.Second) // frozen past the backups' wait
+	taker := Advertisement{VRID: 51, Priority: 50, Interval: Centiseconds(time.Second), Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
+	read := func() time.Time {
+		core.Receive(taker, netip.MustParseAddr("192.0.2.12"), now)
+		return now
+	}
+	effects := n.Step(Event{Kind: HealthChanged, Health: health.Transition{State: health.Unhealthy, Changed: true, Certain: true, InDoubt: true}},
+		func() time.Time { return now }, read)
+	for _, e := range effects {
+		if e.Kind == Advertise && e.Priority == 0 {
+			t.Fatal("resigned beside the taker before reading its advertisements")
+		}
+	}
+	if core.State() == Master {
+		t.Fatal("still master after the taker's advertisements")
+	}
+}

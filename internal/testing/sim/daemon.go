@@ -60,11 +60,10 @@ type daemon struct {
 	// kept: the latest answer was an HTTP one, whose connection the
 	// checker keeps: only on it does it see the apiserver close.
 	kept bool
-	// heardFrom, heardAt: the master we last heard advertise, or resign
-	// (priority 0), and when: for the invariant takersAlive.
-	heardFrom   netip.Addr
-	heardAt     time.Time
-	heardResign bool // what was heard was a resignation (priority 0)
+	// live, resigned: the latest advertisement of the master we follow,
+	// and the latest resignation (priority 0) of any: for the invariant
+	// takersAlive.
+	live, resigned heard
 
 	coreAt, guardAt time.Time // when the core's and guard's timers are set
 	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
@@ -431,8 +430,11 @@ func (d *daemon) handle(f frame) {
 		if !d.inst.Accept(0, f.adv, f.ip) { // the instance's reader
 			return
 		}
-		if f.adv.Priority == 0 || f.ip == d.core.Master() {
-			d.heardFrom, d.heardAt, d.heardResign = f.ip, now, f.adv.Priority == 0
+		switch {
+		case f.adv.Priority == 0:
+			d.resigned = heard{f.ip, now}
+		case f.ip == d.core.Master():
+			d.live = heard{f.ip, now}
 		}
 		d.elect(vrrp.Event{Kind: vrrp.Received, Adv: f.adv, Src: f.ip})
 	case claim:
@@ -617,20 +619,36 @@ func (v *vrrpWire) Carrier() (bool, error) {
 func (v *vrrpWire) Pending() bool { return false }
 func (v *vrrpWire) Close() error  { return nil }
 
-// releasing says whether the master last heard resigned with fail open
-// off: it lets the VIP go after five intervals, and a failing backup takes
-// over before that, at the master down interval from the first resignation
-// (docs/vrrp.md), not after it, a gap.
-func (d *daemon) releasing() bool {
-	if !d.heardResign {
-		return false
-	}
+// heard is an advertisement heard from a master, and when.
+type heard struct {
+	from netip.Addr
+	at   time.Time
+}
+
+// releasing says whether ip's daemon resigned with fail open off and is
+// not master again: it lets the VIP go after five intervals, and a failing
+// backup takes over before that, at the master down interval from the
+// first resignation (docs/vrrp.md), not after it, a gap.
+func (d *daemon) releasing(ip netip.Addr) bool {
 	for _, h := range d.h.s.group {
-		if h.ip == d.heardFrom && h.d != nil {
-			return !h.d.cfg.FailOpen
+		if h.ip == ip && h.d != nil {
+			return !h.d.cfg.FailOpen && h.d.core.State() != vrrp.Master
 		}
 	}
 	return false
+}
+
+// aliveBefore returns a master heard alive within win of now, resigned or
+// not, that a node which saw its own apiserver die must not take the VIP
+// from; false when none.
+func (d *daemon) aliveBefore(now time.Time, win time.Duration) (heard, bool) {
+	if now.Sub(d.live.at) <= win {
+		return d.live, true
+	}
+	if now.Sub(d.resigned.at) <= win && !d.releasing(d.resigned.from) {
+		return d.resigned, true
+	}
+	return heard{}, false
 }
 
 // changed checks the invariants a takeover must keep.
@@ -642,10 +660,10 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 	if d.h.role == ours && d.core.Took().NeedsSettled() && !d.judge.Settled() && inv.unsettledTaker == "" { // keepalived has no health
 		inv.unsettledTaker = fmt.Sprintf("%s took over (%s) while %s, its latest checks not all passed", d.h.name, why, d.state)
 	}
-	if ago := now.Sub(d.heardAt); d.h.role == ours && d.h.closeSeen && d.core.Took() != vrrp.NoTakeover &&
-		ago <= d.cfg.AdvertInterval+50*time.Millisecond && !d.releasing() && inv.deadTaker == "" {
+	if m, ok := d.aliveBefore(now, d.cfg.AdvertInterval+50*time.Millisecond); ok && d.h.role == ours && d.h.closeSeen &&
+		d.core.Took() != vrrp.NoTakeover && inv.deadTaker == "" {
 		inv.deadTaker = fmt.Sprintf("%s took over (%s) after its checker saw its apiserver (%s) close the connection, %s advertising %v before",
-			d.h.name, why, d.h.api, d.heardFrom, ago)
+			d.h.name, why, d.h.api, m.from, now.Sub(m.at))
 	}
 	if strings.HasPrefix(why, "resumed") && inv.resumedBeside == "" {
 		for _, h := range d.h.s.group {
