@@ -16,12 +16,7 @@ import (
 // meanwhile sees the taker before anything else it does (it steps back,
 // Machine.wasAbsent), and a timer not due reads nothing.
 func TestCatchUpReadsBeforeAnOverdueTimer(t *testing.T) {
-	_, n, t0 := healthyNode()
-	core := n.Core()
-	for core.State() != Master {
-		core.Timeout(core.Deadline())
-	}
-	n.Apply(t0)
+	n, core := masterNode()
 	reads := 0
 	now := core.Deadline().Add(-time.Millisecond) // not due yet
 	n.catchUp(now, func() time.Time { reads++; return now })
@@ -126,12 +121,7 @@ func TestDoubtGoesInBeforeTheQueue(t *testing.T) {
 // queued advertisements: it steps back, and sends no priority 0 beside the
 // taker (every backup would bring its takeover forward).
 func TestDoubtCarryingAFailureReadsTheQueueFirst(t *testing.T) {
-	_, n, t0 := healthyNode()
-	core := n.Core()
-	for core.State() != Master {
-		core.Timeout(core.Deadline())
-	}
-	n.Apply(t0)
+	n, core := masterNode()
 	now := core.Deadline().Add(3 * time.Second) // frozen past the backups' wait
 	taker := Advertisement{VRID: 51, Priority: 50, Interval: Centiseconds(time.Second), Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.100")}}
 	read := func() time.Time {
@@ -148,4 +138,15 @@ func TestDoubtCarryingAFailureReadsTheQueueFirst(t *testing.T) {
 	if core.State() == Master {
 		t.Fatal("still master after the taker's advertisements")
 	}
+}
+
+// masterNode is a healthy node that became the master.
+func masterNode() (*Node, *Core) {
+	_, n, t0 := healthyNode()
+	core := n.Core()
+	for core.State() != Master {
+		core.Timeout(core.Deadline())
+	}
+	n.Apply(t0)
+	return n, core
 }
