@@ -355,12 +355,16 @@ func (g *Guard) settleWaiting() {
 			continue
 		}
 		g.mu.Lock()
-		o := &g.vips[h.vip].others
-		_, mine := o.waiting[h.mac]
-		delete(o.waiting, h.mac)
+		s := g.vips[h.vip]
+		_, mine := s.others.waiting[h.mac]
+		delete(s.others.waiting, h.mac)
+		freed := mine && ours && s.denied()
 		g.mu.Unlock()
 		if mine && !ours {
 			g.claimed(h.vip, mac)
+		}
+		if freed {
+			g.note(Note{Kind: Changed}) // the VIP it held back may be bound now
 		}
 	}
 }
