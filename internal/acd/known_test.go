@@ -316,3 +316,40 @@ func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
 
 // knownOf is an identity on h's clock.
 func knownOf(h *harness) *Known { return NewKnown(nil, func() time.Time { return h.now }, nil) }
+
+// TestResolvingOnlyForAMemberFirstHeard: a member heard without an entry
+// makes claims wait for ResolveGrace from its first advertisement, not
+// from each (one that never resolves would hold every stranger back); its
+// entry ends the wait at once; an entry gone starts one afresh.
+func TestResolvingOnlyForAMemberFirstHeard(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	if !k.Resolving().IsZero() {
+		t.Fatal("resolving with no member heard")
+	}
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("first heard: resolving until %v, want %v", got, now.Add(ResolveGrace))
+	}
+	start := now
+	now = now.Add(ResolveGrace / 2)
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(start.Add(ResolveGrace)) {
+		t.Fatalf("heard again: resolving until %v, want the first's %v", got, start.Add(ResolveGrace))
+	}
+	now = start.Add(ResolveGrace)
+	k.Heard(peerA, 0)
+	if !k.Resolving().IsZero() {
+		t.Fatal("still resolving after the grace")
+	}
+	k.Neigh(peerA, member)
+	k.NeighGone(peerA)
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("after the entry went: resolving until %v, want a fresh %v", got, now.Add(ResolveGrace))
+	}
+	k.Neigh(peerA, member)
+	if !k.Resolving().IsZero() {
+		t.Fatal("still resolving once the entry arrived")
+	}
+}
