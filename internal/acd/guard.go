@@ -333,22 +333,15 @@ func (g *Guard) settleWaiting() {
 		over bool
 	}
 	var hs []held
+	resolved := !g.id.Resolving().After(g.now()) // nothing left to resolve: no claim is a member's
 	g.mu.Lock()
 	now := g.now()
 	for vip, s := range g.vips {
 		for mac, until := range s.others.waiting {
-			hs = append(hs, held{vip, mac, !now.Before(until)})
+			hs = append(hs, held{vip, mac, resolved || !now.Before(until)})
 		}
 	}
 	g.mu.Unlock()
-	if len(hs) == 0 {
-		return
-	}
-	if !g.id.Resolving().After(now) { // nothing left to resolve: no claim held is a member's
-		for i := range hs {
-			hs[i].over = true
-		}
-	}
 	slices.SortFunc(hs, func(a, b held) int { // counted in one order
 		if c := a.vip.Compare(b.vip); c != 0 {
 			return c
