@@ -355,16 +355,12 @@ func (g *Guard) settleWaiting() {
 			continue
 		}
 		g.mu.Lock()
-		s := g.vips[h.vip]
-		_, mine := s.others.waiting[h.mac]
-		delete(s.others.waiting, h.mac)
-		freed := mine && ours && s.denied()
+		o := &g.vips[h.vip].others
+		_, mine := o.waiting[h.mac]
+		delete(o.waiting, h.mac)
 		g.mu.Unlock()
 		if mine && !ours {
 			g.claimed(h.vip, mac)
-		}
-		if freed {
-			g.note(Note{Kind: Changed}) // the VIP it held back may be bound now
 		}
 	}
 }

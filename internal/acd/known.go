@@ -52,8 +52,8 @@ type Known struct {
 	// resolving: members heard without a neighbour entry -> when first
 	// asked (Resolving); gone once their entry arrives.
 	resolving map[netip.Addr]time.Time
-	seq       uint64
-	ours      map[string]bool // derived: the hardware addresses of the interfaces and the members
+	seq   uint64
+	ours  map[string]bool // derived: the hardware addresses of the interfaces and the members
 }
 
 // heardAt is when a member last advertised (the clock's time, and a

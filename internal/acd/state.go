@@ -42,11 +42,11 @@ type wireState struct {
 
 // claims are other hosts' claims on a VIP and this node's answers to them.
 type claims struct {
-	claim    *Conflict // the outstanding conflict; nil: free
-	replaced *Conflict // the claim a later answer of another host replaced (forgetMembers)
+	claim     *Conflict // the outstanding conflict; nil: free
+	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
 	// waiting: claims held back while a member heard a moment ago is
 	// resolved: hardware address -> until when (Guard.wait).
-	waiting   map[string]time.Time
+	waiting map[string]time.Time
 	contested time.Time // the latest Contested note (a member announced the VIP)
 	defended  time.Time // when this node last defended the VIP against another host
 }

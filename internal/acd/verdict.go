@@ -19,9 +19,7 @@ import (
 //     claim it can no longer confirm is dropped, as a fault in the check
 //     must not keep the VIP down);
 //   - Unprobed: no answer known, but no probe has gone unanswered since
-//     the check started or the link last changed; or a claim waits for a
-//     member's resolution and the VIP is not bound; or no Tell judged it
-//     yet.
+//     the check started or the link last changed; or no Tell judged it yet.
 func (g *Guard) Verdict(vip netip.Addr) bind.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -72,8 +70,6 @@ func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 			g.report(s)
 		}
 		return bind.Claimed
-	case len(o.waiting) > 0 && !s.node.bound:
-		return bind.Unprobed // a claim waits for a member's resolution: not bound meanwhile (Guard.wait)
 	case !s.probes.checked:
 		return bind.Unprobed
 	}
