@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,10 +67,6 @@ type Identity interface {
 	// Refresh asks for the members' hardware addresses it lacks (before
 	// probing); it must not block.
 	Refresh()
-	// Resolving returns until when a member heard a moment ago may still
-	// be resolved (its claim judged before its hardware address is
-	// known); zero: none.
-	Resolving() time.Time
 }
 
 // Conflict is another host answering for a VIP.
@@ -161,40 +156,6 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		}
 		return
 	}
-	if until := g.id.Resolving(); until.After(g.now()) && g.wait(vip, mac, until) {
-		return
-	}
-	g.claimed(vip, mac)
-}
-
-// wait holds back the claim of mac on vip until the identity has resolved
-// the members heard a moment ago (until): it may be one of theirs, a new
-// master announcing the VIP right after its first advertisement. Round
-// drops it once the host is ours, and counts it once until has passed or
-// nothing is left to resolve. False when the host already has a claim on
-// vip counted.
-func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, until time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.vips[vip]
-	if !ok {
-		return true
-	}
-	o := &s.others
-	if o.claim != nil && slices.Equal(o.claim.MAC, mac) {
-		return false
-	}
-	if o.waiting == nil {
-		o.waiting = map[string]time.Time{}
-	}
-	o.waiting[string(mac)] = until
-	g.kick()
-	return true
-}
-
-// claimed counts the claim of mac on vip: a conflict, defended against or
-// reported as this node's part says.
-func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr) {
 	g.mu.Lock()
 	s, ok := g.vips[vip]
 	if !ok {
@@ -321,47 +282,6 @@ func (g *Guard) forgetMembers() {
 	g.mu.Unlock()
 	if freed {
 		g.note(Note{Kind: Changed})
-	}
-}
-
-// settleWaiting drops a claim held back (wait) whose host is ours now,
-// and counts one whose wait is over or whose members are all resolved.
-func (g *Guard) settleWaiting() {
-	type held struct {
-		vip  netip.Addr
-		mac  string
-		over bool
-	}
-	var hs []held
-	resolved := !g.id.Resolving().After(g.now()) // nothing left to resolve: no claim is a member's
-	g.mu.Lock()
-	now := g.now()
-	for vip, s := range g.vips {
-		for mac, until := range s.others.waiting {
-			hs = append(hs, held{vip, mac, resolved || !now.Before(until)})
-		}
-	}
-	g.mu.Unlock()
-	slices.SortFunc(hs, func(a, b held) int { // counted in one order
-		if c := a.vip.Compare(b.vip); c != 0 {
-			return c
-		}
-		return strings.Compare(a.mac, b.mac)
-	})
-	for _, h := range hs {
-		mac := net.HardwareAddr(h.mac)
-		ours := g.id.Ours(mac)
-		if !ours && !h.over {
-			continue
-		}
-		g.mu.Lock()
-		o := &g.vips[h.vip].others
-		_, mine := o.waiting[h.mac]
-		delete(o.waiting, h.mac)
-		g.mu.Unlock()
-		if mine && !ours {
-			g.claimed(h.vip, mac)
-		}
 	}
 }
 

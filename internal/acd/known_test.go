@@ -173,7 +173,7 @@ func TestRefreshResolvesOnlyTheUnresolved(t *testing.T) {
 // neighbour entry not yet there, after a probe went unanswered.
 func heardNotResolved() (*harness, *Known) {
 	h := newHarness()
-	k := knownOf(h)
+	k, _ := newKnown()
 	h.g.id = k
 	k.Heard(peerA, 0)
 	follow(k, h.g)
@@ -213,7 +213,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 // answer is reported.
 func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	h := newHarness()
-	k := knownOf(h)
+	k, _ := newKnown()
 	h.g.id = k
 	h.verdict(vip, false, false) // a backup
 	h.g.Observe(vip, Claim{MAC: member})
@@ -313,6 +313,3 @@ func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
 		t.Fatalf("MemberFor(200ms, 4s) = %v, want 9.6s", got)
 	}
 }
-
-// knownOf is an identity on h's clock.
-func knownOf(h *harness) *Known { return NewKnown(nil, func() time.Time { return h.now }, nil) }

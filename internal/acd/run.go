@@ -77,7 +77,6 @@ func (g *Guard) Round() time.Time {
 		return g.started.Add(g.Settle)
 	}
 	g.forgetMembers()
-	g.settleWaiting()
 	g.askProbes()
 	g.mu.Lock()
 	now := g.now()
@@ -120,9 +119,6 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	for _, s := range g.vips {
 		s.probes.count(now, s.others.claim)
 		soonest(s.nextProbe(g.DefendWait))
-		for _, until := range s.others.waiting {
-			soonest(until)
-		}
 		if s.denied() && (s.others.claim == nil || s.probes.sent.After(s.others.claim.Last)) {
 			if end := s.probes.sent.Add(AnswerWait); end.After(now) {
 				soonest(end)

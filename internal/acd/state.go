@@ -44,9 +44,6 @@ type wireState struct {
 type claims struct {
 	claim     *Conflict // the outstanding conflict; nil: free
 	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
-	// waiting: claims held back while a member heard a moment ago is
-	// resolved: hardware address -> until when (Guard.wait).
-	waiting map[string]time.Time
 	contested time.Time // the latest Contested note (a member announced the VIP)
 	defended  time.Time // when this node last defended the VIP against another host
 }
