@@ -233,10 +233,10 @@ func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 }
 
 // Attach installs w as vip's wire (nil: none, and the latest probe counts
-// for nothing) and wakes the guard; false once the guard is closing. A wire that replaces one that failed, when a
-// probe due meanwhile did not go, probes at once: nothing was heard while
-// it failed, and a host that took the VIP meanwhile and stays silent only
-// answers a probe. A wire reopened after a read error with its probes
+// for nothing) and wakes the guard; false once the guard is closing. A
+// wire that replaces one that failed, when a probe due meanwhile did not
+// go, probes at once: nothing was heard while it failed, and a host that
+// took the VIP meanwhile and stays silent only answers a probe. A wire reopened after a read error with its probes
 // going keeps their schedule (testdata/guard/wire-recovers.txt).
 func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	g.mu.Lock()
