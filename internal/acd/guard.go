@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,10 @@ type Identity interface {
 	// Refresh asks for the members' hardware addresses it lacks (before
 	// probing); it must not block.
 	Refresh()
+	// Resolving returns until when a member heard a moment ago may still
+	// be resolved (its claim judged before its hardware address is
+	// known); zero: none.
+	Resolving() time.Time
 }
 
 // Conflict is another host answering for a VIP.
@@ -156,13 +161,63 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 		}
 		return
 	}
+	if g.wait(vip, mac, c.Announced, g.id.Resolving()) {
+		return
+	}
+	g.claimed(vip, mac, g.now())
+}
+
+// maxWaiting bounds the claims held back for one VIP (a flood of forged
+// frames from ever new hardware addresses): past it, a claim counts at
+// once, as without the wait.
+const maxWaiting = 64
+
+// wait holds back the claim of mac on vip while the identity resolves the
+// members heard a moment ago (until, Identity.Resolving): it may be one of
+// theirs, a new master announcing the VIP right after its first
+// advertisement. Every later frame of a host held back is held too, until
+// the first frame's wait is over, so that they count in the order they
+// came. Round drops the claim once the host is ours, and counts it once
+// the wait is over or nothing is left to resolve (settleWaiting). False:
+// the claim counts now (no member to resolve, or the host's claim on vip
+// is counted already).
+func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.vips[vip]
+	if !ok {
+		return true
+	}
+	o, now := &s.others, g.now()
+	h, ok := o.waiting[string(mac)]
+	if !ok {
+		if !until.After(now) || len(o.waiting) >= maxWaiting || o.claim != nil && slices.Equal(o.claim.MAC, mac) {
+			return false
+		}
+		if o.waiting == nil {
+			o.waiting = map[string]held{}
+		}
+		h = held{first: now, until: until} // the first frame's wait: later ones do not extend it
+	}
+	h.last = now
+	h.announced = h.announced || announced
+	o.waiting[string(mac)] = h
+	g.kick()
+	return true
+}
+
+// claimed counts a frame of mac claiming vip, seen at at: a conflict,
+// defended against or reported as this node's part says. A frame held
+// back (wait) counts as of when it came, never moving the claim's latest
+// answer back.
+func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr, at time.Time) {
 	g.mu.Lock()
 	s, ok := g.vips[vip]
 	if !ok {
 		g.mu.Unlock()
 		return
 	}
-	now, o := g.now(), &s.others
+	now, o := at, &s.others
 	if o.claim == nil || !slices.Equal(o.claim.MAC, mac) {
 		o.replaced = o.claim
 		o.claim = &Conflict{VIP: vip, MAC: slices.Clone(mac), Since: now}
@@ -170,7 +225,7 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	} else if s.probes.sent.After(o.claim.Since) && !o.claim.defended() {
 		g.report(s) // it answered a probe sent after its first answer
 	}
-	o.claim.Last = now
+	o.claim.Last = later(o.claim.Last, now)
 	want := s.node.want
 	defend := want && s.node.bound && (o.defended.IsZero() || now.Sub(o.defended) >= DefendInterval)
 	switch {
@@ -282,6 +337,67 @@ func (g *Guard) forgetMembers() {
 	g.mu.Unlock()
 	if freed {
 		g.note(Note{Kind: Changed})
+	}
+}
+
+// settleWaiting drops a claim held back (wait) whose host is ours now —
+// an announced one is then a member's announcement (contest) — and counts
+// one whose wait is over or whose members are all resolved: its first
+// frame and, if more came, its last, as of when they came.
+func (g *Guard) settleWaiting() {
+	type waiting struct {
+		vip   netip.Addr
+		mac   string
+		first time.Time
+	}
+	var ws []waiting
+	g.mu.Lock()
+	now := g.now()
+	for vip, s := range g.vips {
+		for mac, h := range s.others.waiting {
+			ws = append(ws, waiting{vip, mac, h.first})
+		}
+	}
+	g.mu.Unlock()
+	if len(ws) == 0 {
+		return
+	}
+	// Nothing left to resolve: no claim held back is a member's.
+	resolved := !g.id.Resolving().After(now)
+	slices.SortFunc(ws, func(a, b waiting) int { // counted in the order they came
+		if c := a.first.Compare(b.first); c != 0 {
+			return c
+		}
+		if c := a.vip.Compare(b.vip); c != 0 {
+			return c
+		}
+		return strings.Compare(a.mac, b.mac)
+	})
+	for _, w := range ws {
+		mac := net.HardwareAddr(w.mac)
+		ours := g.id.Ours(mac)
+		g.mu.Lock()
+		s := g.vips[w.vip]
+		h, mine := s.others.waiting[w.mac] // as it is now: frames may have come meanwhile
+		settled := mine && (ours || resolved || !now.Before(h.until))
+		if settled {
+			delete(s.others.waiting, w.mac)
+		}
+		freed := settled && ours && s.denied()
+		g.mu.Unlock()
+		switch {
+		case !settled:
+		case !ours:
+			g.claimed(w.vip, mac, h.first)
+			if h.last.After(h.first) {
+				g.claimed(w.vip, mac, h.last)
+			}
+		case h.announced:
+			g.contest(w.vip)
+		}
+		if freed {
+			g.note(Note{Kind: Changed}) // the VIP it held back may be bound now
+		}
 	}
 }
 

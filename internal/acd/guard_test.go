@@ -38,6 +38,7 @@ func (fakeIdentity) Ours(mac net.HardwareAddr) bool {
 }
 func (fakeIdentity) Self(mac net.HardwareAddr) bool { return mac.String() == selfMAC.String() }
 func (fakeIdentity) Refresh()                       {}
+func (fakeIdentity) Resolving() time.Time           { return time.Time{} }
 
 // harness is a guard on a manual clock with its wire installed.
 type harness struct {

@@ -71,15 +71,25 @@ func watchKernel(ctx context.Context, k *Known) error {
 			if !ok {
 				return errors.New("the neighbour subscription ended")
 			}
-			ip, ok := netip.AddrFromSlice(u.IP)
-			switch {
-			case !ok:
-			case u.Type == unix.RTM_DELNEIGH || u.State&(unix.NUD_FAILED|unix.NUD_INCOMPLETE) != 0:
-				k.NeighGone(ip)
-			case u.Type == unix.RTM_NEWNEIGH:
-				k.Neigh(ip, u.HardwareAddr)
-			}
+			neighNews(k, u)
 		}
+	}
+}
+
+// neighNews hands k the kernel's news of a neighbour entry: deleted or
+// failed to resolve, the entry is gone; being resolved (no hardware
+// address yet), what was known of it goes but a member's wait for its
+// resolution goes on; else its hardware address now.
+func neighNews(k *Known, u netlink.NeighUpdate) {
+	ip, ok := netip.AddrFromSlice(u.IP)
+	switch {
+	case !ok:
+	case u.Type == unix.RTM_DELNEIGH || u.State&unix.NUD_FAILED != 0:
+		k.NeighGone(ip)
+	case u.State&unix.NUD_INCOMPLETE != 0:
+		k.NeighIncomplete(ip)
+	case u.Type == unix.RTM_NEWNEIGH:
+		k.Neigh(ip, u.HardwareAddr)
 	}
 }
 

@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// ResolveGrace is how long after a member without a neighbour entry was
+// first heard a claim from an unknown hardware address may still be that
+// member's (Resolving): the kernel resolves it in milliseconds, and a new
+// master's gratuitous ARP follows its advertisement by less.
+const ResolveGrace = 100 * time.Millisecond
+
 // maxHeard bounds the members learned from their advertisements (a group
 // has a handful; a flood of forged advertisements evicts the least
 // recently heard first, never a configured peer).
@@ -34,7 +40,7 @@ func MemberFor(interval, restartWait time.Duration) time.Duration {
 // a map read, and a failure to read the kernel keeps what was known.
 type Known struct {
 	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
-	grew    chan struct{}    // a MAC became ours: claims judged before may be a member's (Grew)
+	grew    chan struct{}    // a MAC became ours or a member was resolved (Grew)
 	now     func() time.Time
 
 	mu    sync.Mutex
@@ -43,8 +49,11 @@ type Known struct {
 	last  map[netip.Addr]string  // the latest hardware address of each address the table had
 	peers map[netip.Addr]bool    // configured unicast peers: members for good
 	heard map[netip.Addr]heardAt // members heard advertising -> when last
-	seq   uint64
-	ours  map[string]bool // derived: the hardware addresses of the interfaces and the members
+	// resolving: members heard without a neighbour entry -> when first
+	// asked (Resolving); gone once their entry arrives.
+	resolving map[netip.Addr]time.Time
+	seq       uint64
+	ours      map[string]bool // derived: the hardware addresses of the interfaces and the members
 }
 
 // heardAt is when a member last advertised (the clock's time, and a
@@ -65,15 +74,17 @@ func NewKnown(peers []netip.Addr, now func() time.Time, resolve func(netip.Addr)
 	}
 	k := &Known{resolve: resolve, grew: make(chan struct{}, 1), now: now,
 		own: map[int]string{}, neigh: map[netip.Addr]string{}, last: map[netip.Addr]string{},
-		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]heardAt{}, ours: map[string]bool{}}
+		peers: map[netip.Addr]bool{}, heard: map[netip.Addr]heardAt{}, resolving: map[netip.Addr]time.Time{},
+		ours: map[string]bool{}}
 	for _, p := range peers {
 		k.peers[p.WithZone("")] = true
 	}
 	return k
 }
 
-// Grew receives when a hardware address became ours since it last did:
-// claims judged before may be a member's (Guard.Rejudge).
+// Grew receives when a hardware address became ours, or a member heard
+// a moment ago was resolved, since it last did: claims judged or held
+// back before may be a member's (Guard.Rejudge).
 func (k *Known) Grew() <-chan struct{} { return k.grew }
 
 // Ours implements Identity.
@@ -90,6 +101,7 @@ func (k *Known) expire() {
 	for a, h := range k.heard {
 		if !h.until.IsZero() && now.After(h.until) {
 			delete(k.heard, a)
+			delete(k.resolving, a)
 			gone = true
 		}
 	}
@@ -179,6 +191,9 @@ func (k *Known) Heard(src netip.Addr, lasts time.Duration) {
 		k.evictOldest()
 	}
 	_, resolved := k.neigh[src]
+	if _, asked := k.resolving[src]; !resolved && !asked {
+		k.resolving[src] = h.at
+	}
 	grew := !known && k.rebuild()
 	k.mu.Unlock()
 	k.after(grew)
@@ -196,6 +211,7 @@ func (k *Known) evictOldest() {
 		}
 	}
 	delete(k.heard, oldest)
+	delete(k.resolving, oldest)
 }
 
 // SetLink records an interface of this host and its hardware address.
@@ -232,10 +248,12 @@ func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 		k.mu.Unlock()
 		return
 	}
+	_, resolved := k.resolving[ip] // a member's wait for it ends: the guard looks again
+	delete(k.resolving, ip)
 	k.neigh[ip], k.last[ip] = string(mac), string(mac)
 	grew := k.isMember(ip) && k.rebuild()
 	k.mu.Unlock()
-	k.after(grew)
+	k.after(grew || resolved)
 }
 
 // NeighGone records that the kernel has no usable entry for ip any more
@@ -248,7 +266,34 @@ func (k *Known) NeighGone(ip netip.Addr) {
 	ip = ip.Unmap().WithZone("")
 	k.mu.Lock()
 	delete(k.neigh, ip)
+	delete(k.resolving, ip) // asked again at its next advertisement, with a grace of its own
 	k.mu.Unlock()
+}
+
+// NeighIncomplete records that the kernel is resolving ip (an entry
+// without a hardware address yet): what was known of it goes, and a
+// member's wait for its resolution (Resolving) goes on.
+func (k *Known) NeighIncomplete(ip netip.Addr) {
+	ip = ip.Unmap().WithZone("")
+	k.mu.Lock()
+	delete(k.neigh, ip)
+	k.mu.Unlock()
+}
+
+// Resolving implements Identity: until when a claim from a hardware
+// address not known may still be a member's, the latest first ask of a
+// member still unresolved plus ResolveGrace; zero when none is due.
+func (k *Known) Resolving() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var until time.Time
+	now := k.now()
+	for _, at := range k.resolving {
+		if end := at.Add(ResolveGrace); end.After(now) && end.After(until) {
+			until = end
+		}
+	}
+	return until
 }
 
 // rebuild derives ours from the own interfaces and the members' entries

@@ -173,7 +173,7 @@ func TestRefreshResolvesOnlyTheUnresolved(t *testing.T) {
 // neighbour entry not yet there, after a probe went unanswered.
 func heardNotResolved() (*harness, *Known) {
 	h := newHarness()
-	k, _ := newKnown()
+	k := knownOf(h)
 	h.g.id = k
 	k.Heard(peerA, 0)
 	follow(k, h.g)
@@ -213,7 +213,7 @@ func TestClaimOfAMemberLearnedLaterIsDropped(t *testing.T) {
 // answer is reported.
 func TestBackupSeesAMemberBeforeItsEntry(t *testing.T) {
 	h := newHarness()
-	k, _ := newKnown()
+	k := knownOf(h)
 	h.g.id = k
 	h.verdict(vip, false, false) // a backup
 	h.g.Observe(vip, Claim{MAC: member})
@@ -311,5 +311,57 @@ func TestHeardMemberIsAMemberForAWhile(t *testing.T) {
 	}
 	if got := forAWhile; got != 2*(4*time.Second+800*time.Millisecond) {
 		t.Fatalf("MemberFor(200ms, 4s) = %v, want 9.6s", got)
+	}
+}
+
+// knownOf is an identity on h's clock.
+func knownOf(h *harness) *Known { return NewKnown(nil, func() time.Time { return h.now }, nil) }
+
+// TestResolvingOnlyForAMemberFirstHeard: a member heard without an entry
+// makes claims wait for ResolveGrace from its first advertisement, not
+// from each (one that never resolves would hold every stranger back); its
+// entry ends the wait at once; an entry gone starts one afresh.
+func TestResolvingOnlyForAMemberFirstHeard(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	if !k.Resolving().IsZero() {
+		t.Fatal("resolving with no member heard")
+	}
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("first heard: resolving until %v, want %v", got, now.Add(ResolveGrace))
+	}
+	start := now
+	now = now.Add(ResolveGrace / 2)
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(start.Add(ResolveGrace)) {
+		t.Fatalf("heard again: resolving until %v, want the first's %v", got, start.Add(ResolveGrace))
+	}
+	now = start.Add(ResolveGrace)
+	k.Heard(peerA, 0)
+	if !k.Resolving().IsZero() {
+		t.Fatal("still resolving after the grace")
+	}
+	k.Neigh(peerA, member)
+	k.NeighGone(peerA)
+	k.Heard(peerA, 0)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("after the entry went: resolving until %v, want a fresh %v", got, now.Add(ResolveGrace))
+	}
+	k.Neigh(peerA, member)
+	if !k.Resolving().IsZero() {
+		t.Fatal("still resolving once the entry arrived")
+	}
+}
+
+// TestIncompleteEntryKeepsTheWait: the kernel's entry in resolution
+// (NUD_INCOMPLETE) does not end a member's wait, as an entry gone does.
+func TestIncompleteEntryKeepsTheWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	k.Heard(peerA, 0)
+	k.NeighIncomplete(peerA)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("resolving until %v, want %v", got, now.Add(ResolveGrace))
 	}
 }

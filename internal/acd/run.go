@@ -77,12 +77,13 @@ func (g *Guard) Round() time.Time {
 		return g.started.Add(g.Settle)
 	}
 	g.forgetMembers()
+	g.settleWaiting()
 	g.askProbes()
 	g.mu.Lock()
 	now := g.now()
 	var due []netip.Addr
 	for vip, s := range g.vips {
-		s.probes.count(now, s.others.claim) // before the next replaces it
+		s.probes.count(now, &s.others) // before the next replaces it
 		if !s.nextProbe(g.DefendWait).After(now) {
 			due = append(due, vip)
 		}
@@ -117,8 +118,11 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 		}
 	}
 	for _, s := range g.vips {
-		s.probes.count(now, s.others.claim)
+		s.probes.count(now, &s.others)
 		soonest(s.nextProbe(g.DefendWait))
+		for _, h := range s.others.waiting {
+			soonest(h.until)
+		}
 		if s.denied() && (s.others.claim == nil || s.probes.sent.After(s.others.claim.Last)) {
 			if end := s.probes.sent.Add(AnswerWait); end.After(now) {
 				soonest(end)
@@ -236,8 +240,9 @@ func (g *Guard) OpenFailed(vip netip.Addr, err error) {
 // for nothing) and wakes the guard; false once the guard is closing. A
 // wire that replaces one that failed, when a probe due meanwhile did not
 // go, probes at once: nothing was heard while it failed, and a host that
-// took the VIP meanwhile and stays silent only answers a probe. A wire reopened after a read error with its probes
-// going keeps their schedule (testdata/guard/wire-recovers.txt).
+// took the VIP meanwhile and stays silent only answers a probe. A wire
+// reopened after a read error with its probes going keeps their schedule
+// (testdata/guard/wire-recovers.txt).
 func (g *Guard) Attach(vip netip.Addr, w Wire) bool {
 	g.mu.Lock()
 	if g.closed {

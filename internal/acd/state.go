@@ -42,8 +42,11 @@ type wireState struct {
 
 // claims are other hosts' claims on a VIP and this node's answers to them.
 type claims struct {
-	claim     *Conflict // the outstanding conflict; nil: free
-	replaced  *Conflict // the claim a later answer of another host replaced (forgetMembers)
+	claim    *Conflict // the outstanding conflict; nil: free
+	replaced *Conflict // the claim a later answer of another host replaced (forgetMembers)
+	// waiting: claims held back while a member heard a moment ago is
+	// resolved, by hardware address (Guard.wait).
+	waiting   map[string]held
 	contested time.Time // the latest Contested note (a member announced the VIP)
 	defended  time.Time // when this node last defended the VIP against another host
 }
@@ -54,13 +57,14 @@ type claims struct {
 func (s *vipState) denied() bool { return s.node.want && s.verdict != bind.Clear }
 
 // count counts the latest probe once its answer wait is over: unanswered
-// unless c, the outstanding claim, answered after it was sent.
-func (p *probes) count(now time.Time, c *Conflict) {
-	if p.sent.IsZero() || p.counted.Equal(p.sent) || now.Sub(p.sent) < AnswerWait {
+// unless the outstanding claim answered after it was sent. A probe whose
+// answer may be held back (Guard.wait) counts once that is settled.
+func (p *probes) count(now time.Time, o *claims) {
+	if p.sent.IsZero() || p.counted.Equal(p.sent) || now.Sub(p.sent) < AnswerWait || o.heldSince(p.sent) {
 		return
 	}
 	p.counted = p.sent
-	if c == nil || c.Last.Before(p.sent) {
+	if c := o.claim; c == nil || c.Last.Before(p.sent) {
 		p.quiet++
 		p.checked = true
 	} else {
@@ -71,3 +75,22 @@ func (p *probes) count(now time.Time, c *Conflict) {
 // void makes the latest probe count for nothing: its answers may not
 // have been heard (the link changed, the wire's reader failed).
 func (p *probes) void() { p.counted = p.sent }
+
+// held is a claim held back while a member heard a moment ago is resolved
+// (Guard.wait).
+type held struct {
+	first, last time.Time // when its first and its latest frame came
+	until       time.Time // the wait's end, as it was at the first frame
+	announced   bool      // a frame of it told the segment (a gratuitous ARP, an unsolicited NA)
+}
+
+// heldSince says whether a frame held back came at or after t: an answer
+// to a probe sent then, not yet counted.
+func (o *claims) heldSince(t time.Time) bool {
+	for _, h := range o.waiting {
+		if !h.last.Before(t) {
+			return true
+		}
+	}
+	return false
+}

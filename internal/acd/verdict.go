@@ -19,7 +19,9 @@ import (
 //     claim it can no longer confirm is dropped, as a fault in the check
 //     must not keep the VIP down);
 //   - Unprobed: no answer known, but no probe has gone unanswered since
-//     the check started or the link last changed; or no Tell judged it yet.
+//     the check started or the link last changed; or a claim waits for a
+//     member's resolution and the VIP is not bound; or no Tell judged it
+//     yet.
 func (g *Guard) Verdict(vip netip.Addr) bind.Check {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -54,14 +56,14 @@ func (g *Guard) Tell(vip netip.Addr, want, bound bool) {
 // under mu.
 func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 	o := &s.others
-	s.probes.count(g.now(), o.claim)
+	s.probes.count(g.now(), o)
 	switch {
 	case s.wire.unchecked:
 		if o.claim != nil {
 			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", o.claim.MAC.String())
 			o.claim = nil
 		}
-		o.replaced = nil
+		o.replaced, o.waiting = nil, nil
 	case o.claim != nil && !g.free(vip, s):
 		if o.claim.defended() {
 			return bind.Defended
@@ -70,6 +72,8 @@ func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 			g.report(s)
 		}
 		return bind.Claimed
+	case len(o.waiting) > 0 && !s.node.bound:
+		return bind.Unprobed // a claim waits for a member's resolution: not bound meanwhile (Guard.wait)
 	case !s.probes.checked:
 		return bind.Unprobed
 	}
