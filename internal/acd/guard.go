@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +57,8 @@ type Wire interface {
 	Close() error
 }
 
-// Identity tells this host and our VRRP group from other hosts.
+// Identity tells this host and our VRRP group from other hosts. Its
+// methods never call the guard (it calls Ours under its lock).
 type Identity interface {
 	// Ours says whether mac is an interface of this host or of a member
 	// of our group.
@@ -149,74 +149,42 @@ func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	if g.id.Self(mac) {
 		return
 	}
-	// Another host holds the VIP: a backup whose master went silent waits
-	// while a router of our group does (its daemon restarting). Whether a
-	// stranger's answer counts is the election's to say (vrrp's
-	// Machine.Served: only while it has heard no master at all).
 	member := g.id.Ours(mac)
-	g.note(Note{Kind: Served, Member: member, At: g.now()})
-	if member {
-		if c.Announced {
-			g.contest(vip)
-		}
+	if !member && g.wait(vip, mac, c.Announced, g.id.Resolving()) {
 		return
 	}
-	if g.wait(vip, mac, c.Announced, g.id.Resolving()) {
-		return
-	}
-	g.claimed(vip, mac, g.now())
+	g.observed(vip, mac, c.Announced, member)
 }
 
-// maxWaiting bounds the claims held back for one VIP (a flood of forged
-// frames from ever new hardware addresses): past it, a claim counts at
-// once, as without the wait.
-const maxWaiting = 64
-
-// wait holds back the claim of mac on vip while the identity resolves the
-// members heard a moment ago (until, Identity.Resolving): it may be one of
-// theirs, a new master announcing the VIP right after its first
-// advertisement. Every later frame of a host held back is held too, until
-// the first frame's wait is over, so that they count in the order they
-// came. Round drops the claim once the host is ours, and counts it once
-// the wait is over or nothing is left to resolve (settleWaiting). False:
-// the claim counts now (no member to resolve, or the host's claim on vip
-// is counted already).
-func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until time.Time) bool {
+// observed acts on a frame of mac on vip seen now: member says whether
+// its host is a router of our group.
+func (g *Guard) observed(vip netip.Addr, mac net.HardwareAddr, announced, member bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s, ok := g.vips[vip]
-	if !ok {
-		return true
+	if s, ok := g.vips[vip]; ok {
+		g.heard(vip, s, heldFrame{mac: string(mac), at: g.now(), announced: announced}, member)
 	}
-	o, now := &s.others, g.now()
-	h, ok := o.waiting[string(mac)]
-	if !ok {
-		if !until.After(now) || len(o.waiting) >= maxWaiting || o.claim != nil && slices.Equal(o.claim.MAC, mac) {
-			return false
-		}
-		if o.waiting == nil {
-			o.waiting = map[string]held{}
-		}
-		h = held{first: now, until: until} // the first frame's wait: later ones do not extend it
+}
+
+// heard acts on frame f on vip: another host holds the VIP. A backup whose
+// master went silent waits while a router of our group does (its daemon
+// restarting): whether a stranger's answer counts is the election's to
+// say (vrrp's Machine.Served: only while it has heard no master at all).
+// A router's announcement is contested; a stranger's frame is a claim
+// (claimed). Under mu.
+func (g *Guard) heard(vip netip.Addr, s *vipState, f heldFrame, member bool) {
+	g.note(Note{Kind: Served, Member: member, At: f.at})
+	switch {
+	case !member:
+		g.claimed(vip, s, net.HardwareAddr(f.mac), f.at)
+	case f.announced:
+		g.contest(vip, s)
 	}
-	h.last = now
-	h.announced = h.announced || announced
-	o.waiting[string(mac)] = h
-	g.kick()
-	return true
 }
 
 // claimed counts a frame of mac claiming vip, seen at at: a conflict,
-// defended against or reported as this node's part says. A frame held
-// back (wait) counts as of when it came, never moving the claim's latest
-// answer back.
-func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr, at time.Time) {
-	g.mu.Lock()
-	s, ok := g.vips[vip]
-	if !ok {
-		g.mu.Unlock()
-		return
-	}
+// defended against or reported as this node's part says. Under mu.
+func (g *Guard) claimed(vip netip.Addr, s *vipState, mac net.HardwareAddr, at time.Time) {
 	now, o := at, &s.others
 	if o.claim == nil || !slices.Equal(o.claim.MAC, mac) {
 		o.replaced = o.claim
@@ -225,7 +193,7 @@ func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr, at time.Time) {
 	} else if s.probes.sent.After(o.claim.Since) && !o.claim.defended() {
 		g.report(s) // it answered a probe sent after its first answer
 	}
-	o.claim.Last = later(o.claim.Last, now)
+	o.claim.Last = now
 	want := s.node.want
 	defend := want && s.node.bound && (o.defended.IsZero() || now.Sub(o.defended) >= DefendInterval)
 	switch {
@@ -235,7 +203,6 @@ func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr, at time.Time) {
 		g.report(s)
 	}
 	s.probes.quiet = 0
-	g.mu.Unlock()
 	if defend {
 		g.log.Warn("Another host answered for the VIP: defending it (RFC 5227), releasing it if it answers again", "address", vip,
 			"mac", mac.String(), "within", DefendInterval)
@@ -252,17 +219,11 @@ func (g *Guard) claimed(vip netip.Addr, mac net.HardwareAddr, at time.Time) {
 func (c *Conflict) defended() bool { return !c.defence.IsZero() && !c.Last.After(c.defence) }
 
 // contest notes that a router of our group announced vip (Contested), if
-// this node should hold it and was not told within ProbeEvery.
-func (g *Guard) contest(vip netip.Addr) {
-	g.mu.Lock()
-	s, ok := g.vips[vip]
+// this node should hold it and was not told within ProbeEvery. Under mu.
+func (g *Guard) contest(vip netip.Addr, s *vipState) {
 	now := g.now()
-	call := ok && s.node.want && now.Sub(s.others.contested) >= ProbeEvery
-	if call {
+	if s.node.want && now.Sub(s.others.contested) >= ProbeEvery {
 		s.others.contested = now
-	}
-	g.mu.Unlock()
-	if call {
 		g.note(Note{Kind: Contested, VIP: vip})
 	}
 }
@@ -337,67 +298,6 @@ func (g *Guard) forgetMembers() {
 	g.mu.Unlock()
 	if freed {
 		g.note(Note{Kind: Changed})
-	}
-}
-
-// settleWaiting drops a claim held back (wait) whose host is ours now —
-// an announced one is then a member's announcement (contest) — and counts
-// one whose wait is over or whose members are all resolved: its first
-// frame and, if more came, its last, as of when they came.
-func (g *Guard) settleWaiting() {
-	type waiting struct {
-		vip   netip.Addr
-		mac   string
-		first time.Time
-	}
-	var ws []waiting
-	g.mu.Lock()
-	now := g.now()
-	for vip, s := range g.vips {
-		for mac, h := range s.others.waiting {
-			ws = append(ws, waiting{vip, mac, h.first})
-		}
-	}
-	g.mu.Unlock()
-	if len(ws) == 0 {
-		return
-	}
-	// Nothing left to resolve: no claim held back is a member's.
-	resolved := !g.id.Resolving().After(now)
-	slices.SortFunc(ws, func(a, b waiting) int { // counted in the order they came
-		if c := a.first.Compare(b.first); c != 0 {
-			return c
-		}
-		if c := a.vip.Compare(b.vip); c != 0 {
-			return c
-		}
-		return strings.Compare(a.mac, b.mac)
-	})
-	for _, w := range ws {
-		mac := net.HardwareAddr(w.mac)
-		ours := g.id.Ours(mac)
-		g.mu.Lock()
-		s := g.vips[w.vip]
-		h, mine := s.others.waiting[w.mac] // as it is now: frames may have come meanwhile
-		settled := mine && (ours || resolved || !now.Before(h.until))
-		if settled {
-			delete(s.others.waiting, w.mac)
-		}
-		freed := settled && ours && s.denied()
-		g.mu.Unlock()
-		switch {
-		case !settled:
-		case !ours:
-			g.claimed(w.vip, mac, h.first)
-			if h.last.After(h.first) {
-				g.claimed(w.vip, mac, h.last)
-			}
-		case h.announced:
-			g.contest(w.vip)
-		}
-		if freed {
-			g.note(Note{Kind: Changed}) // the VIP it held back may be bound now
-		}
 	}
 }
 

@@ -84,7 +84,7 @@ func (g *Guard) Round() time.Time {
 	var due []netip.Addr
 	for vip, s := range g.vips {
 		s.probes.count(now, &s.others) // before the next replaces it
-		if !s.nextProbe(g.DefendWait).After(now) {
+		if !s.answerHeld() && !s.nextProbe(g.DefendWait).After(now) {
 			due = append(due, vip)
 		}
 	}
@@ -119,10 +119,13 @@ func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	}
 	for _, s := range g.vips {
 		s.probes.count(now, &s.others)
-		soonest(s.nextProbe(g.DefendWait))
-		for _, h := range s.others.waiting {
+		if h := s.others.held; h != nil {
 			soonest(h.until)
 		}
+		if s.answerHeld() {
+			continue // the probe is counted, and the next sent, once the wait is settled
+		}
+		soonest(s.nextProbe(g.DefendWait))
 		if s.denied() && (s.others.claim == nil || s.probes.sent.After(s.others.claim.Last)) {
 			if end := s.probes.sent.Add(AnswerWait); end.After(now) {
 				soonest(end)

@@ -44,9 +44,9 @@ type wireState struct {
 type claims struct {
 	claim    *Conflict // the outstanding conflict; nil: free
 	replaced *Conflict // the claim a later answer of another host replaced (forgetMembers)
-	// waiting: claims held back while a member heard a moment ago is
-	// resolved, by hardware address (Guard.wait).
-	waiting   map[string]held
+	// held: the frames of hosts not known as ours held back while a
+	// member heard a moment ago is resolved (Guard.wait); nil: none.
+	held      *holding
 	contested time.Time // the latest Contested note (a member announced the VIP)
 	defended  time.Time // when this node last defended the VIP against another host
 }
@@ -58,9 +58,9 @@ func (s *vipState) denied() bool { return s.node.want && s.verdict != bind.Clear
 
 // count counts the latest probe once its answer wait is over: unanswered
 // unless the outstanding claim answered after it was sent. A probe whose
-// answer may be held back (Guard.wait) counts once that is settled.
+// answer may be held back (answerHeld) counts once that is settled.
 func (p *probes) count(now time.Time, o *claims) {
-	if p.sent.IsZero() || p.counted.Equal(p.sent) || now.Sub(p.sent) < AnswerWait || o.heldSince(p.sent) {
+	if p.sent.IsZero() || p.counted.Equal(p.sent) || now.Sub(p.sent) < AnswerWait || o.held.since(p.sent) {
 		return
 	}
 	p.counted = p.sent
@@ -75,22 +75,3 @@ func (p *probes) count(now time.Time, o *claims) {
 // void makes the latest probe count for nothing: its answers may not
 // have been heard (the link changed, the wire's reader failed).
 func (p *probes) void() { p.counted = p.sent }
-
-// held is a claim held back while a member heard a moment ago is resolved
-// (Guard.wait).
-type held struct {
-	first, last time.Time // when its first and its latest frame came
-	until       time.Time // the wait's end, as it was at the first frame
-	announced   bool      // a frame of it told the segment (a gratuitous ARP, an unsolicited NA)
-}
-
-// heldSince says whether a frame held back came at or after t: an answer
-// to a probe sent then, not yet counted.
-func (o *claims) heldSince(t time.Time) bool {
-	for _, h := range o.waiting {
-		if !h.last.Before(t) {
-			return true
-		}
-	}
-	return false
-}

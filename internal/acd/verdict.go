@@ -63,7 +63,7 @@ func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 			g.log.Warn("Cannot probe for address conflicts: forgetting the host that answered for the VIP", "address", vip, "mac", o.claim.MAC.String())
 			o.claim = nil
 		}
-		o.replaced, o.waiting = nil, nil
+		o.replaced, o.held = nil, nil
 	case o.claim != nil && !g.free(vip, s):
 		if o.claim.defended() {
 			return bind.Defended
@@ -72,8 +72,8 @@ func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 			g.report(s)
 		}
 		return bind.Claimed
-	case len(o.waiting) > 0 && !s.node.bound:
-		return bind.Unprobed // a claim waits for a member's resolution: not bound meanwhile (Guard.wait)
+	case o.held != nil && !s.node.bound:
+		return bind.Unprobed // frames wait for a member's resolution: not bound meanwhile (Guard.wait)
 	case !s.probes.checked:
 		return bind.Unprobed
 	}

@@ -2,6 +2,7 @@ package acd
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -75,10 +76,11 @@ func TestProbeAnsweredWhileHeldIsAnswered(t *testing.T) {
 	}
 }
 
-// A wait is the first frame's: a member heard later does not extend it.
-// Claims of two strangers held back count in the order they came.
+// A wait is the first frame's: a member heard later, or a later frame,
+// does not extend it. The frames of two strangers held back count in the
+// order they came.
 func TestWaitKeepsItsFirstDeadlineAndOrder(t *testing.T) {
-	for range 20 { // the held claims sit in a map: any order of it
+	for range 20 {
 		h, k := resolvingHarness()
 		start := h.now
 		h.verdict(vip, true, false)
@@ -91,12 +93,12 @@ func TestWaitKeepsItsFirstDeadlineAndOrder(t *testing.T) {
 		h.now = start.Add(ResolveGrace)
 		h.g.Round()
 		o := h.g.vips[vip].others
-		if len(o.waiting) != 0 {
-			t.Fatalf("still waiting at the first frames' deadline: %v", o.waiting)
+		if o.held != nil {
+			t.Fatalf("still waiting at the first frame's deadline: %+v", o.held)
 		}
-		if o.claim == nil || o.claim.MAC.String() != stranger2.String() || !o.claim.Since.Equal(start.Add(time.Millisecond)) ||
-			o.replaced == nil || o.replaced.MAC.String() != foreign.String() {
-			t.Fatalf("claim %+v replacing %+v: want the second stranger's, replacing the first's", o.claim, o.replaced)
+		if o.claim == nil || o.claim.MAC.String() != foreign.String() || !o.claim.Since.Equal(start.Add(ResolveGrace/2)) ||
+			o.replaced == nil || o.replaced.MAC.String() != stranger2.String() {
+			t.Fatalf("claim %+v replacing %+v: want the first stranger's latest frame, replacing the second's", o.claim, o.replaced)
 		}
 	}
 }
@@ -116,28 +118,104 @@ func TestHeldClaimKeepsWhatIsBound(t *testing.T) {
 	}
 }
 
-// A claim counts at once when no member is being resolved, when its host
-// has a claim counted already, and past maxWaiting claims held back.
-func TestClaimCountsAtOnce(t *testing.T) {
+// A claim counts at once when no member is being resolved. While one is,
+// every frame from a host not known as ours waits, a counted claimant's
+// too: a probe it answers is not counted unanswered for an older frame
+// of another host replayed after it. Past maxHeld frames the wait ends:
+// they count at once, in order, and the next after them.
+func TestEveryFrameWaitsWhileAnyDoes(t *testing.T) {
 	h := newHarness()
 	k := knownOf(h)
 	h.g.id = k
+	h.verdict(vip, true, false)
 	h.g.Observe(vip, Claim{MAC: foreign})
 	if h.g.vips[vip].others.claim == nil {
 		t.Fatal("no member being resolved: the claim must count at once")
 	}
+	h.verdict(vip, true, false)
+	h.now = h.now.Add(300 * time.Millisecond)
 	k.Heard(peerA, 0)
-	h.now = h.now.Add(time.Millisecond)
-	h.g.Observe(vip, Claim{MAC: foreign})
-	if c := h.g.vips[vip].others.claim; !c.Last.Equal(h.now) || len(h.g.vips[vip].others.waiting) != 0 {
-		t.Fatalf("a host with a claim counted: its next frame must count at once (%+v)", c)
+	h.g.Observe(vip, Claim{MAC: stranger2}) // held
+	h.now = h.now.Add(5 * time.Millisecond)
+	h.g.Round() // a probe (BlockedEvery passed)
+	sent := h.g.vips[vip].probes.sent
+	h.now = h.now.Add(5 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: foreign}) // the claimant answers it: held behind the other
+	h.now = h.now.Add(200 * time.Millisecond)
+	h.g.Round()
+	p, c := h.g.vips[vip].probes, h.g.vips[vip].others.claim
+	if !p.counted.Equal(sent) || p.quiet != 0 || c.MAC.String() != foreign.String() {
+		t.Fatalf("probe counted %v quiet %d, claim %v: want counted answered, the claimant's claim latest", p.counted.Equal(sent), p.quiet, c.MAC)
 	}
-	for i := range maxWaiting + 1 {
+	k.Heard(peerB, 0)
+	for i := range maxHeld + 1 {
 		h.g.Observe(vip, Claim{MAC: net.HardwareAddr{2, 1, 0, 0, 0, byte(i)}})
 	}
 	o := h.g.vips[vip].others
-	if len(o.waiting) != maxWaiting || o.claim.MAC.String() != (net.HardwareAddr{2, 1, 0, 0, 0, maxWaiting}).String() {
-		t.Fatalf("%d held, claim %v: want %d held and the next counted", len(o.waiting), o.claim.MAC, maxWaiting)
+	if o.held != nil || o.claim.MAC.String() != (net.HardwareAddr{2, 1, 0, 0, 0, maxHeld}).String() ||
+		o.replaced.MAC.String() != (net.HardwareAddr{2, 1, 0, 0, 0, maxHeld - 1}).String() {
+		t.Fatalf("held %+v, claim %v after %v: want none held, the last frame's claim after the one before", o.held, o.claim.MAC, o.replaced.MAC)
+	}
+}
+
+// Frames of two hosts held back count in the order they came, not host
+// by host: a probe the first host answered after the second's frames is
+// answered.
+func TestHeldFramesOfTwoHostsCountInOrder(t *testing.T) {
+	h, _ := resolvingHarness()
+	h.verdict(vip, true, false)
+	base := h.now
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = base.Add(10 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: stranger2})
+	h.now = base.Add(20 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: stranger2})
+	h.now = base.Add(30 * time.Millisecond)
+	h.g.Round() // the first probe
+	sent := h.g.vips[vip].probes.sent
+	h.now = base.Add(40 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: foreign}) // answers it
+	h.now = base.Add(200 * time.Millisecond)
+	h.g.Round()
+	p, c := h.g.vips[vip].probes, h.g.vips[vip].others.claim
+	if !p.counted.Equal(sent) || p.quiet != 0 || c.MAC.String() != foreign.String() || !c.Last.Equal(base.Add(40*time.Millisecond)) {
+		t.Fatalf("probe counted %v quiet %d, claim %v last %v: want answered, the first host's claim latest",
+			p.counted.Equal(sent), p.quiet, c.MAC, c.Last.Sub(base))
+	}
+}
+
+// A probe whose answer is held back is not replaced by the next before
+// it is counted: the next goes once the wait is settled.
+func TestNoProbeReplacesOneWhoseAnswerIsHeld(t *testing.T) {
+	h := newHarness()
+	h.verdict(vip, false, false)
+	h.advance(0) // a probe; the next in ProbeEvery
+	sent := h.g.vips[vip].probes.sent
+	k := knownOf(h)
+	h.g.id = k
+	h.now = sent.Add(ProbeEvery - 40*time.Millisecond)
+	k.Heard(peerA, 0)
+	h.g.Observe(vip, Claim{MAC: foreign}) // held until sent+ProbeEvery+60ms
+	if next := h.advance(40 * time.Millisecond); !next.Equal(sent.Add(ProbeEvery + 60*time.Millisecond)) {
+		t.Fatalf("next round at %v, want the wait's end", next.Sub(sent))
+	}
+	if p := h.g.vips[vip].probes; !p.sent.Equal(sent) {
+		t.Fatal("a probe replaced the one whose answer is held")
+	}
+	h.advance(60 * time.Millisecond)
+	if p := h.g.vips[vip].probes; !p.counted.Equal(sent) || p.quiet != 0 || !p.sent.After(sent) {
+		t.Fatalf("after the wait %+v: want the first counted answered and the next sent", p)
+	}
+}
+
+// A VIP whose wire fails for long is not checked: the frames held back
+// for it go with its claims.
+func TestUncheckedDropsWhatIsHeld(t *testing.T) {
+	h, _ := resolvingHarness()
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.g.vips[vip].wire.unchecked = true
+	if v := h.verdict(vip, true, false); v != bind.Clear || h.g.vips[vip].others.held != nil {
+		t.Fatalf("verdict %v, held %+v: want clear, nothing held", v, h.g.vips[vip].others.held)
 	}
 }
 
@@ -197,5 +275,45 @@ func TestNeighNews(t *testing.T) {
 		if k.Resolving().IsZero() {
 			t.Fatalf("type %d state %#x: the entry must be gone (resolved again at the next advertisement)", u.typ, u.state)
 		}
+		now = now.Add(ResolveGrace / 2)
+		news(u.typ, u.state, member) // ends the wait: the next advertisement starts a fresh one
+		k.Heard(peerA, 0)
+		if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+			t.Fatalf("type %d state %#x during a wait: resolving until %v, want a fresh %v", u.typ, u.state, got, now.Add(ResolveGrace))
+		}
+		news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
+	}
+}
+
+// A member forgotten (its membership ran out, or a flood evicted it) is
+// no longer resolved: the waits are bounded by the members remembered.
+func TestForgottenMemberIsNotResolved(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	for i := range maxHeard + 10 {
+		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), time.Second)
+	}
+	if len(k.resolving) > maxHeard {
+		t.Fatalf("%d members being resolved after a flood, want at most %d", len(k.resolving), maxHeard)
+	}
+	now = now.Add(2 * time.Second)
+	k.Heard(peerA, 0) // the others' memberships ran out
+	if len(k.resolving) != 1 {
+		t.Fatalf("%d members being resolved, want only the one heard last", len(k.resolving))
+	}
+}
+
+// A router of ours known as one is never held back: its announcement is
+// contested at once while a stranger's frame waits.
+func TestKnownMemberIsNotHeld(t *testing.T) {
+	h, k := resolvingHarness()
+	k.Heard(peerB, 0)
+	k.Neigh(peerB, member)
+	h.verdict(vip, true, true)
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
+	if h.n(); len(h.contested) != 1 || h.members != 1 || len(h.g.vips[vip].others.held.frames) != 1 {
+		t.Fatalf("contested %v, member answers %d, held %+v: want the member's contested and noted at once, only the stranger's held",
+			h.contested, h.members, h.g.vips[vip].others.held)
 	}
 }

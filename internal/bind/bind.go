@@ -31,7 +31,8 @@ const (
 	// has failed for long: a fault in the check never keeps the VIP down).
 	Clear Check = iota
 	// Unprobed: no other host is known to answer, but no probe has gone
-	// unanswered yet (the check is settling after start).
+	// unanswered yet (the check is settling after start), or answers wait
+	// for a member's resolution and the VIP is not bound.
 	Unprobed
 	// Claimed: another host answers for the VIP.
 	Claimed

@@ -1,0 +1,118 @@
+package acd
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// maxHeld bounds the frames held back for one VIP (a flood of forged
+// frames): past it, the wait ends and they count at once, in order.
+const maxHeld = 64
+
+// holding is a VIP's wait while a member heard a moment ago is resolved
+// (Guard.wait): the frames of hosts not known as ours, in the order they
+// came.
+type holding struct {
+	until  time.Time // the wait's end, as it was at the first frame: later ones do not extend it
+	frames []heldFrame
+}
+
+// heldFrame is one frame held back.
+type heldFrame struct {
+	mac       string
+	at        time.Time
+	announced bool // it told the segment (a gratuitous ARP, an unsolicited NA)
+}
+
+// since says whether a frame held back came at or after t: an answer to
+// a probe sent then, not yet counted. False for no wait.
+func (h *holding) since(t time.Time) bool {
+	if h == nil {
+		return false
+	}
+	for _, f := range h.frames {
+		if !f.at.Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// answerHeld says whether the latest probe's answer may be held back: it
+// is counted, and the next probe sent, once the wait is settled.
+func (s *vipState) answerHeld() bool {
+	p := &s.probes
+	return !p.sent.IsZero() && !p.counted.Equal(p.sent) && s.others.held.since(p.sent)
+}
+
+// wait holds back a frame of mac, not known as ours, on vip while the
+// identity resolves the members heard a moment ago (until,
+// Identity.Resolving): it may be one of theirs, a new master announcing
+// the VIP right after its first advertisement. While a VIP's wait lasts,
+// every such frame on it waits too, so that they all count in the order
+// they came, each as of its time (settleWaiting, at the first frame's
+// deadline or once nothing is left to resolve). False: the frame counts
+// now (no member to resolve).
+func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.vips[vip]
+	if !ok {
+		return true
+	}
+	now, h := g.now(), s.others.held
+	f := heldFrame{mac: string(mac), at: now, announced: announced}
+	switch {
+	case h == nil && !until.After(now):
+		return false
+	case h == nil:
+		s.others.held = &holding{until: until, frames: []heldFrame{f}}
+		g.kick() // a round sets the deadline
+	case len(h.frames) >= maxHeld:
+		g.settle(vip, s, g.id.Ours)
+		return false
+	default:
+		h.frames = append(h.frames, f)
+	}
+	return true
+}
+
+// settleWaiting ends each VIP's wait that is over, or every wait once
+// nothing is left to resolve (Identity.Resolving), in the order of the
+// VIPs.
+func (g *Guard) settleWaiting() {
+	resolved := !g.id.Resolving().After(g.now()) // no frame held back is a member's still unknown
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	var vips []netip.Addr
+	for vip, s := range g.vips {
+		if h := s.others.held; h != nil && (resolved || !now.Before(h.until)) {
+			vips = append(vips, vip)
+		}
+	}
+	slices.SortFunc(vips, netip.Addr.Compare)
+	for _, vip := range vips {
+		g.settle(vip, g.vips[vip], g.id.Ours)
+	}
+}
+
+// settle ends vip's wait: each frame held back, in order, as of its time,
+// is a member's (ours: an announcement is contested) or a claim. A VIP the
+// wait alone kept from being bound is judged again at once. Under mu; ours
+// is the identity's lookup, which never calls the guard.
+func (g *Guard) settle(vip netip.Addr, s *vipState, ours func(net.HardwareAddr) bool) {
+	h := s.others.held
+	s.others.held = nil
+	claims := false
+	for _, f := range h.frames {
+		member := ours(net.HardwareAddr(f.mac))
+		claims = claims || !member
+		g.heard(vip, s, f, member)
+	}
+	if !claims && s.denied() { // a claim notes its own change (claimed)
+		g.note(Note{Kind: Changed})
+	}
+}
