@@ -162,7 +162,7 @@ func (g *Guard) observed(vip netip.Addr, mac net.HardwareAddr, announced, member
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s, ok := g.vips[vip]; ok {
-		g.heard(vip, s, heldFrame{mac: string(mac), at: g.now(), announced: announced}, member)
+		g.heard(vip, s, heldFrame{mac: string(mac), at: g.now(), announced: announced, bound: s.node.bound}, member)
 	}
 }
 
@@ -176,15 +176,16 @@ func (g *Guard) heard(vip netip.Addr, s *vipState, f heldFrame, member bool) {
 	g.note(Note{Kind: Served, Member: member, At: f.at})
 	switch {
 	case !member:
-		g.claimed(vip, s, net.HardwareAddr(f.mac), f.at)
+		g.claimed(vip, s, net.HardwareAddr(f.mac), f.at, f.bound && s.node.bound)
 	case f.announced:
 		g.contest(vip, s)
 	}
 }
 
 // claimed counts a frame of mac claiming vip, seen at at: a conflict,
-// defended against or reported as this node's part says. Under mu.
-func (g *Guard) claimed(vip netip.Addr, s *vipState, mac net.HardwareAddr, at time.Time) {
+// defended against (bound: the VIP was bound here when the frame came,
+// and still is) or reported as this node's part says. Under mu.
+func (g *Guard) claimed(vip netip.Addr, s *vipState, mac net.HardwareAddr, at time.Time, bound bool) {
 	now, o := at, &s.others
 	if o.claim == nil || !slices.Equal(o.claim.MAC, mac) {
 		o.replaced = o.claim
@@ -195,7 +196,7 @@ func (g *Guard) claimed(vip netip.Addr, s *vipState, mac net.HardwareAddr, at ti
 	}
 	o.claim.Last = now
 	want := s.node.want
-	defend := want && s.node.bound && (o.defended.IsZero() || now.Sub(o.defended) >= DefendInterval)
+	defend := want && bound && (o.defended.IsZero() || now.Sub(o.defended) >= DefendInterval)
 	switch {
 	case defend:
 		o.defended, o.claim.defence = now, now

@@ -19,7 +19,7 @@ import (
 //     claim it can no longer confirm is dropped, as a fault in the check
 //     must not keep the VIP down);
 //   - Unprobed: no answer known, but no probe has gone unanswered since
-//     the check started or the link last changed; or a claim waits for a
+//     the check started or the link last changed; or frames wait for a
 //     member's resolution and the VIP is not bound; or no Tell judged it
 //     yet.
 func (g *Guard) Verdict(vip netip.Addr) bind.Check {
@@ -56,6 +56,9 @@ func (g *Guard) Tell(vip netip.Addr, want, bound bool) {
 // under mu.
 func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 	o := &s.others
+	if h := o.held; h != nil && !g.now().Before(h.until) {
+		g.settle(vip, s, g.id.Ours) // its deadline passed: judged now, not at the next round
+	}
 	s.probes.count(g.now(), o)
 	switch {
 	case s.wire.unchecked:

@@ -24,6 +24,7 @@ type heldFrame struct {
 	mac       string
 	at        time.Time
 	announced bool // it told the segment (a gratuitous ARP, an unsolicited NA)
+	bound     bool // the VIP was bound here when it came
 }
 
 // since says whether a frame held back came at or after t: an answer to
@@ -53,8 +54,10 @@ func (s *vipState) answerHeld() bool {
 // the VIP right after its first advertisement. While a VIP's wait lasts,
 // every such frame on it waits too, so that they all count in the order
 // they came, each as of its time (settleWaiting, at the first frame's
-// deadline or once nothing is left to resolve). False: the frame counts
-// now (no member to resolve).
+// deadline or once nothing is left to resolve; judge, when its deadline
+// passed before the round). Past maxHeld frames the wait ends and the
+// frame counts after them. False: the frame counts now (no member to
+// resolve).
 func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until time.Time) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -63,7 +66,7 @@ func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until
 		return true
 	}
 	now, h := g.now(), s.others.held
-	f := heldFrame{mac: string(mac), at: now, announced: announced}
+	f := heldFrame{mac: string(mac), at: now, announced: announced, bound: s.node.bound}
 	switch {
 	case h == nil && !until.After(now):
 		return false
@@ -72,7 +75,7 @@ func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until
 		g.kick() // a round sets the deadline
 	case len(h.frames) >= maxHeld:
 		g.settle(vip, s, g.id.Ours)
-		return false
+		g.heard(vip, s, f, false)
 	default:
 		h.frames = append(h.frames, f)
 	}
@@ -83,10 +86,10 @@ func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until
 // nothing is left to resolve (Identity.Resolving), in the order of the
 // VIPs.
 func (g *Guard) settleWaiting() {
-	resolved := !g.id.Resolving().After(g.now()) // no frame held back is a member's still unknown
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.now()
+	resolved := !g.id.Resolving().After(now) // no frame held back is a member's still unknown
 	var vips []netip.Addr
 	for vip, s := range g.vips {
 		if h := s.others.held; h != nil && (resolved || !now.Before(h.until)) {

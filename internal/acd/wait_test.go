@@ -80,7 +80,7 @@ func TestProbeAnsweredWhileHeldIsAnswered(t *testing.T) {
 // does not extend it. The frames of two strangers held back count in the
 // order they came.
 func TestWaitKeepsItsFirstDeadlineAndOrder(t *testing.T) {
-	for range 20 {
+	{
 		h, k := resolvingHarness()
 		start := h.now
 		h.verdict(vip, true, false)
@@ -315,5 +315,74 @@ func TestKnownMemberIsNotHeld(t *testing.T) {
 	if h.n(); len(h.contested) != 1 || h.members != 1 || len(h.g.vips[vip].others.held.frames) != 1 {
 		t.Fatalf("contested %v, member answers %d, held %+v: want the member's contested and noted at once, only the stranger's held",
 			h.contested, h.members, h.g.vips[vip].others.held)
+	}
+}
+
+// A frame held back is judged as of when it came: defended against only
+// if the VIP was bound here then (one that came before the bind is a
+// claim, as it would have been at once), its second answer within
+// DefendInterval of the defence by its own time, and noted to the
+// election with its time.
+func TestHeldFrameJudgedAsOfItsTime(t *testing.T) {
+	h, k := resolvingHarness()
+	h.g.vips[vip].probes.checked = true
+	h.verdict(vip, true, false) // clear: the loop binds it
+	h.now = h.now.Add(time.Millisecond)
+	came := h.now
+	h.g.Observe(vip, Claim{MAC: foreign}) // before the bind
+	h.now = h.now.Add(time.Millisecond)
+	h.verdict(vip, true, true)
+	h.now = h.now.Add(ResolveGrace)
+	h.g.Round()
+	if v := h.verdict(vip, true, true); v != bind.Claimed || h.n().defences != 0 {
+		t.Fatalf("a frame that came before the bind: %v with %d defences, want claimed, none", v, h.defences)
+	}
+
+	h = newHarness()
+	k = knownOf(h)
+	h.g.id = k
+	h.verdict(vip, true, true)
+	h.g.Observe(vip, Claim{MAC: foreign}) // defended at once: no member to resolve
+	defended := h.now
+	h.now = defended.Add(DefendInterval - 50*time.Millisecond)
+	k.Heard(peerB, 0)
+	came = h.now
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = h.now.Add(ResolveGrace)
+	var at time.Time
+	h.g.Round()
+	for _, n := range h.g.Notes() {
+		if n.Kind == Served {
+			at = n.At
+		}
+	}
+	if v := h.verdict(vip, true, true); v != bind.Claimed {
+		t.Fatalf("a second answer within DefendInterval of the defence, settled after it: %v, want claimed", v)
+	}
+	if !at.Equal(came) {
+		t.Fatalf("the election told of an answer at %v, want when it came (%v)", at, came)
+	}
+}
+
+// A wait whose deadline passed is settled by the next judgement, not
+// left to the next round.
+func TestJudgeSettlesAWaitPastItsDeadline(t *testing.T) {
+	h, _ := resolvingHarness()
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = h.now.Add(ResolveGrace)
+	if v := h.verdict(vip, true, false); v != bind.Claimed || h.g.vips[vip].others.held != nil {
+		t.Fatalf("verdict %v, held %+v: want the wait settled and claimed", v, h.g.vips[vip].others.held)
+	}
+}
+
+// The wait lasts for the member heard last: Resolving is the latest end.
+func TestResolvingLastsForTheLatestMember(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	k.Heard(peerA, 0)
+	now = now.Add(ResolveGrace / 2)
+	k.Heard(peerB, 0)
+	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+		t.Fatalf("resolving until %v, want the later member's %v", got, now.Add(ResolveGrace))
 	}
 }
