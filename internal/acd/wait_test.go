@@ -208,17 +208,6 @@ func TestNoProbeReplacesOneWhoseAnswerIsHeld(t *testing.T) {
 	}
 }
 
-// A VIP whose wire fails for long is not checked: the frames held back
-// for it go with its claims.
-func TestUncheckedDropsWhatIsHeld(t *testing.T) {
-	h, _ := resolvingHarness()
-	h.g.Observe(vip, Claim{MAC: foreign})
-	h.g.vips[vip].wire.unchecked = true
-	if v := h.verdict(vip, true, false); v != bind.Clear || h.g.vips[vip].others.held != nil {
-		t.Fatalf("verdict %v, held %+v: want clear, nothing held", v, h.g.vips[vip].others.held)
-	}
-}
-
 // An entry gone ends a member's wait: its next advertisement starts a new
 // one. An entry arriving with a hardware address already ours ends a wait
 // and wakes the guard (Grew), as a new one does.
@@ -364,14 +353,24 @@ func TestHeldFrameJudgedAsOfItsTime(t *testing.T) {
 	}
 }
 
-// A wait whose deadline passed is settled by the next judgement, not
-// left to the next round.
-func TestJudgeSettlesAWaitPastItsDeadline(t *testing.T) {
-	h, _ := resolvingHarness()
-	h.g.Observe(vip, Claim{MAC: foreign})
-	h.now = h.now.Add(ResolveGrace)
-	if v := h.verdict(vip, true, false); v != bind.Claimed || h.g.vips[vip].others.held != nil {
-		t.Fatalf("verdict %v, held %+v: want the wait settled and claimed", v, h.g.vips[vip].others.held)
+// The verdict on frames held back: a VIP whose wire fails for long is
+// not checked, and they go with its claims; a wait whose deadline passed
+// is settled by the next judgement, not left to the next round.
+func TestHeldFramesAndTheVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		then func(*harness)
+		want bind.Check
+	}{
+		{"unchecked", func(h *harness) { h.g.vips[vip].wire.unchecked = true }, bind.Clear},
+		{"past the deadline", func(h *harness) { h.now = h.now.Add(ResolveGrace) }, bind.Claimed},
+	} {
+		h, _ := resolvingHarness()
+		h.g.Observe(vip, Claim{MAC: foreign})
+		c.then(h)
+		if v := h.verdict(vip, true, false); v != c.want || h.g.vips[vip].others.held != nil {
+			t.Fatalf("%s: verdict %v, held %+v: want %v, nothing held", c.name, v, h.g.vips[vip].others.held, c.want)
+		}
 	}
 }
 
