@@ -299,7 +299,8 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Log
 // relay hands the conflict check's notes to their owners until ctx ends:
 // a verdict that may have changed to the reconcile loop, a contested or
 // defended VIP to the announcer, another host's answer to the election;
-// and a hardware address that became ours to the guard (Rejudge).
+// and a hardware address that became ours, or a member resolved, to the
+// guard (Rejudge).
 func relay(ctx context.Context, known *acd.Known, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
 	owners := struct {
 		*l2.Announcer

@@ -58,8 +58,8 @@ func TestClaims(t *testing.T) {
 	}
 }
 
-// frame returns an Ethernet frame carrying p, from its sender.
-func frame(t testing.TB, p *arp.Packet) []byte {
+// etherFrame returns an Ethernet frame carrying p, from its sender.
+func etherFrame(t testing.TB, p *arp.Packet) []byte {
 	pb, err := p.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func frame(t testing.TB, p *arp.Packet) []byte {
 // that makes the packet longer than the frame: the parser refuses it.
 func malformed(t testing.TB) []byte {
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
-	b := frame(t, reply)
+	b := etherFrame(t, reply)
 	b[14+4] = 200 // HLEN
 	var p arp.Packet
 	if p.UnmarshalBinary(b[14:]) == nil {
@@ -106,7 +106,7 @@ func TestMalformedFramesDoNotEndTheWire(t *testing.T) {
 		t.Fatal("a malformed frame claims nothing")
 	}
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
-	q := queue{malformed(t), {1, 2, 3}, malformed(t), frame(t, reply)}
+	q := queue{malformed(t), {1, 2, 3}, malformed(t), etherFrame(t, reply)}
 	w := &arpWire{pc: &q, vip: vip}
 	c, err := w.Read()
 	if err != nil || c.MAC.String() != foreign.String() {
@@ -123,12 +123,12 @@ func TestMalformedFramesDoNotEndTheWire(t *testing.T) {
 // zero; a neighbour advertisement (type 136) for the VIP.
 func FuzzClaims(f *testing.F) {
 	reply, _ := arp.NewPacket(arp.OperationReply, foreign, vip, selfMAC, netip.IPv4Unspecified())
-	f.Add(frame(f, reply))
+	f.Add(etherFrame(f, reply))
 	f.Add(malformed(f))
 	probe, _ := Probe4(selfMAC, vip)
-	f.Add(frame(f, probe))
+	f.Add(etherFrame(f, probe))
 	other, _ := arp.NewPacket(arp.OperationReply, foreign, netip.MustParseAddr("192.0.2.1"), selfMAC, vip)
-	f.Add(frame(f, other))
+	f.Add(etherFrame(f, other))
 	nb, _ := ndp.MarshalMessage(&ndp.NeighborAdvertisement{TargetAddress: vip6,
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: foreign}}})
 	f.Add(nb)

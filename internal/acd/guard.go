@@ -58,7 +58,8 @@ type Wire interface {
 }
 
 // Identity tells this host and our VRRP group from other hosts. Its
-// methods never call the guard (it calls Ours under its lock).
+// methods never call the guard (it calls Ours and Resolving under its
+// lock).
 type Identity interface {
 	// Ours says whether mac is an interface of this host or of a member
 	// of our group.
@@ -140,29 +141,25 @@ func NewGuard(vips []netip.Addr, open func(netip.Addr) (Wire, error), id Identit
 	return g
 }
 
-// Observe records that mac answered for vip or announced it.
+// Observe records that mac answered for vip or announced it. A frame of
+// a host not known as ours waits while a member is resolved (wait).
 func (g *Guard) Observe(vip netip.Addr, c Claim) {
 	if g.settling() {
 		return
 	}
-	mac := c.MAC
-	if g.id.Self(mac) {
+	if g.id.Self(c.MAC) {
 		return
 	}
-	member := g.id.Ours(mac)
-	if !member && g.wait(vip, mac, c.Announced, g.id.Resolving()) {
-		return
-	}
-	g.observed(vip, mac, c.Announced, member)
-}
-
-// observed acts on a frame of mac on vip seen now: member says whether
-// its host is a router of our group.
-func (g *Guard) observed(vip netip.Addr, mac net.HardwareAddr, announced, member bool) {
+	member := g.id.Ours(c.MAC)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if s, ok := g.vips[vip]; ok {
-		g.heard(vip, s, heldFrame{mac: string(mac), at: g.now(), announced: announced, bound: s.node.bound}, member)
+	s, ok := g.vips[vip]
+	if !ok {
+		return
+	}
+	f := frame{mac: slices.Clone(c.MAC), at: g.now(), announced: c.Announced, bound: s.node.bound}
+	if member || !g.wait(vip, s, f) {
+		g.heard(vip, s, f, member)
 	}
 }
 
@@ -172,11 +169,11 @@ func (g *Guard) observed(vip netip.Addr, mac net.HardwareAddr, announced, member
 // say (vrrp's Machine.Served: only while it has heard no master at all).
 // A router's announcement is contested; a stranger's frame is a claim
 // (claimed). Under mu.
-func (g *Guard) heard(vip netip.Addr, s *vipState, f heldFrame, member bool) {
+func (g *Guard) heard(vip netip.Addr, s *vipState, f frame, member bool) {
 	g.note(Note{Kind: Served, Member: member, At: f.at})
 	switch {
 	case !member:
-		g.claimed(vip, s, net.HardwareAddr(f.mac), f.at, f.bound && s.node.bound)
+		g.claimed(vip, s, f.mac, f.at, f.bound && s.node.bound)
 	case f.announced:
 		g.contest(vip, s)
 	}
@@ -366,7 +363,8 @@ func (g *Guard) askProbes() {
 }
 
 // Rejudge makes the guard judge its claims again soon: a hardware address
-// became ours (Known's grew), so a claim may be a member's.
+// became ours or a member was resolved (Known's Grew), so a claim may be a
+// member's, and the frames waiting may be settled.
 func (g *Guard) Rejudge() { g.kick() }
 
 func (g *Guard) kick() {

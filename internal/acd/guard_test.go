@@ -18,6 +18,8 @@ var (
 	selfMAC = net.HardwareAddr{2, 0, 0, 0, 0, 1}
 	member  = net.HardwareAddr{2, 0, 0, 0, 0, 2}
 	foreign = net.HardwareAddr{2, 0, 0, 0, 0, 9}
+	// stranger2 is a second host not of our group.
+	stranger2 = net.HardwareAddr{2, 0, 0, 0, 0, 8}
 )
 
 // fakeWire counts probes.

@@ -78,8 +78,8 @@ func watchKernel(ctx context.Context, k *Known) error {
 
 // neighNews hands k the kernel's news of a neighbour entry: deleted or
 // failed to resolve, the entry is gone; being resolved (no hardware
-// address yet), what was known of it goes but a member's wait for its
-// resolution goes on; else its hardware address now.
+// address yet), the entry goes but a member's wait for its resolution
+// goes on; else its hardware address now.
 func neighNews(k *Known, u netlink.NeighUpdate) {
 	ip, ok := netip.AddrFromSlice(u.IP)
 	switch {

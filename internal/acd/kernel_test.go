@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -107,4 +108,47 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestNeighNews: the kernel's neighbour news: an entry in resolution keeps a
+// member's wait and forgets its address; a failed or deleted one ends it; a
+// reachable one is the member's address.
+func TestNeighNews(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	news := func(typ uint16, state int, mac net.HardwareAddr) {
+		neighNews(k, netlink.NeighUpdate{Type: typ, Neigh: netlink.Neigh{IP: peerA.AsSlice(), State: state, HardwareAddr: mac}})
+	}
+	k.Heard(peerA, 0)
+	news(unix.RTM_NEWNEIGH, unix.NUD_INCOMPLETE, nil)
+	if k.Resolving().IsZero() {
+		t.Fatal("an entry in resolution ended the wait")
+	}
+	news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
+	if !k.Resolving().IsZero() || !k.Ours(member) {
+		t.Fatal("a reachable entry must end the wait and make its MAC ours")
+	}
+	news(unix.RTM_NEWNEIGH, unix.NUD_INCOMPLETE, nil)
+	if _, ok := k.neigh[peerA]; ok {
+		t.Fatal("an entry in resolution kept the address known before")
+	}
+	for _, u := range []struct {
+		typ   uint16
+		state int
+	}{{unix.RTM_NEWNEIGH, unix.NUD_FAILED}, {unix.RTM_DELNEIGH, unix.NUD_REACHABLE}} {
+		news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
+		now = now.Add(time.Second)
+		news(u.typ, u.state, member)
+		k.Heard(peerA, 0)
+		if k.Resolving().IsZero() {
+			t.Fatalf("type %d state %#x: the entry must be gone (resolved again at the next advertisement)", u.typ, u.state)
+		}
+		now = now.Add(ResolveGrace / 2)
+		news(u.typ, u.state, member) // ends the wait: the next advertisement starts a fresh one
+		k.Heard(peerA, 0)
+		if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
+			t.Fatalf("type %d state %#x during a wait: resolving until %v, want a fresh %v", u.typ, u.state, got, now.Add(ResolveGrace))
+		}
+		news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
+	}
 }

@@ -36,8 +36,9 @@ func MemberFor(interval, restartWait time.Duration) time.Duration {
 // the routers of its VRRP group. It reads nothing itself: the kernel's link
 // and neighbour tables reach it as events (WatchKernel), the group's
 // members from the configured unicast peers and from every advertisement
-// heard (Heard). Ours is a lookup, never I/O: a frame from a stranger costs
-// a map read, and a failure to read the kernel keeps what was known.
+// heard (Heard). Ours and Resolving are lookups, never I/O: a frame from a
+// stranger costs a map read and a scan of the members being resolved, and
+// a failure to read the kernel keeps what was known.
 type Known struct {
 	resolve func(netip.Addr) // asks the kernel to resolve a member without an entry; nil: nothing
 	grew    chan struct{}    // a MAC became ours or a member was resolved (Grew)
@@ -50,7 +51,9 @@ type Known struct {
 	peers map[netip.Addr]bool    // configured unicast peers: members for good
 	heard map[netip.Addr]heardAt // members heard advertising -> when last
 	// resolving: members heard without a neighbour entry -> when first
-	// asked (Resolving); gone once their entry arrives.
+	// heard so (Resolving), kept past ResolveGrace so that later
+	// advertisements do not extend it; gone when their entry arrives or
+	// goes, or they are forgotten.
 	resolving map[netip.Addr]time.Time
 	seq       uint64
 	ours      map[string]bool // derived: the hardware addresses of the interfaces and the members
@@ -175,7 +178,9 @@ func (k *Known) isMember(a netip.Addr) bool {
 // One whose hardware address the table lacks is resolved at once (every
 // advertisement until it is: an entry the kernel flushed, a resolution
 // lost), so that its answer for the VIP, which follows its advertisement
-// when it becomes master, is known as ours.
+// when it becomes master, is known as ours. Meanwhile answers from
+// hardware addresses not known wait (Resolving), for ResolveGrace from
+// the first advertisement without an entry, not from each.
 func (k *Known) Heard(src netip.Addr, lasts time.Duration) {
 	src = src.WithZone("")
 	k.mu.Lock()
@@ -236,7 +241,7 @@ func (k *Known) DelLink(index int) {
 }
 
 // Neigh records the kernel's neighbour entry of ip: its hardware address
-// now.
+// now. It ends a member's wait for it (Resolving) and says Grew.
 func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 	if len(mac) == 0 || allZero(mac) {
 		k.NeighGone(ip)
@@ -248,12 +253,12 @@ func (k *Known) Neigh(ip netip.Addr, mac net.HardwareAddr) {
 		k.mu.Unlock()
 		return
 	}
-	_, resolved := k.resolving[ip] // a member's wait for it ends: the guard looks again
+	_, waited := k.resolving[ip] // a member's wait for it ends: the guard looks again
 	delete(k.resolving, ip)
 	k.neigh[ip], k.last[ip] = string(mac), string(mac)
 	grew := k.isMember(ip) && k.rebuild()
 	k.mu.Unlock()
-	k.after(grew || resolved)
+	k.after(grew || waited)
 }
 
 // NeighGone records that the kernel has no usable entry for ip any more
@@ -271,8 +276,9 @@ func (k *Known) NeighGone(ip netip.Addr) {
 }
 
 // NeighIncomplete records that the kernel is resolving ip (an entry
-// without a hardware address yet): what was known of it goes, and a
-// member's wait for its resolution (Resolving) goes on.
+// without a hardware address yet): its entry goes (its latest hardware
+// address stays ours, as with NeighGone), and a member's wait for its
+// resolution (Resolving) goes on.
 func (k *Known) NeighIncomplete(ip netip.Addr) {
 	ip = ip.Unmap().WithZone("")
 	k.mu.Lock()
@@ -281,8 +287,9 @@ func (k *Known) NeighIncomplete(ip netip.Addr) {
 }
 
 // Resolving implements Identity: until when a claim from a hardware
-// address not known may still be a member's, the latest first ask of a
-// member still unresolved plus ResolveGrace; zero when none is due.
+// address not known may still be a member's: the latest of ResolveGrace
+// after a member was first heard without an entry, over the members still
+// unresolved; zero: none.
 func (k *Known) Resolving() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -354,14 +354,51 @@ func TestResolvingOnlyForAMemberFirstHeard(t *testing.T) {
 	}
 }
 
-// TestIncompleteEntryKeepsTheWait: the kernel's entry in resolution
-// (NUD_INCOMPLETE) does not end a member's wait, as an entry gone does.
-func TestIncompleteEntryKeepsTheWait(t *testing.T) {
+// TestNeighWithAKnownMACEndsTheWait: an entry arriving with a hardware
+// address already ours ends a member's wait and wakes the guard (Grew), as
+// a new one does.
+func TestNeighWithAKnownMACEndsTheWait(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	k := NewKnown(nil, func() time.Time { return now }, nil)
 	k.Heard(peerA, 0)
-	k.NeighIncomplete(peerA)
+	k.Neigh(peerA, member)
+	grown(k)
+	k.NeighGone(peerA) // its MAC stays ours
+	k.Heard(peerA, 0)
+	k.Neigh(peerA, member)
+	if !k.Resolving().IsZero() || !grown(k) {
+		t.Fatal("an entry with a MAC already ours must end the wait and wake the guard")
+	}
+}
+
+// TestForgottenMemberIsNotResolved: a member forgotten (its membership ran
+// out, or a flood evicted it) is no longer resolved: the waits are bounded
+// by the members remembered.
+func TestForgottenMemberIsNotResolved(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	for i := range maxHeard + 10 {
+		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), time.Second)
+	}
+	if len(k.resolving) > maxHeard {
+		t.Fatalf("%d members being resolved after a flood, want at most %d", len(k.resolving), maxHeard)
+	}
+	now = now.Add(2 * time.Second)
+	k.Heard(peerA, 0) // the others' memberships ran out
+	if len(k.resolving) != 1 {
+		t.Fatalf("%d members being resolved, want only the one heard last", len(k.resolving))
+	}
+}
+
+// TestResolvingLastsForTheLatestMember: the wait lasts for the member heard
+// last: Resolving is the latest end.
+func TestResolvingLastsForTheLatestMember(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := NewKnown(nil, func() time.Time { return now }, nil)
+	k.Heard(peerA, 0)
+	now = now.Add(ResolveGrace / 2)
+	k.Heard(peerB, 0)
 	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
-		t.Fatalf("resolving until %v, want %v", got, now.Add(ResolveGrace))
+		t.Fatalf("resolving until %v, want the later member's %v", got, now.Add(ResolveGrace))
 	}
 }

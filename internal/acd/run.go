@@ -66,10 +66,10 @@ func (g *Guard) Start() {
 	g.mu.Unlock()
 }
 
-// Round counts each VIP's latest probe whose answer wait is over, sends
-// the probes that are due and returns when the next thing is due: a
-// probe, or the end of a blocked VIP's answer wait (to let the loop bind
-// it).
+// Round settles the waits that are over (settleWaiting), counts each
+// VIP's latest probe whose answer wait is over, sends the probes that are
+// due and returns when the next thing is due: a probe, the end of a wait,
+// or the end of a blocked VIP's answer wait (to let the loop bind it).
 func (g *Guard) Round() time.Time {
 	if g.settling() {
 		g.mu.Lock()
@@ -107,8 +107,10 @@ func (g *Guard) Round() time.Time {
 	return next
 }
 
-// schedule returns when the next probe is due, or sooner the end of the
-// answer wait of a VIP that was denied; freeing: such a wait has ended.
+// schedule returns when the next probe is due, or sooner the end of a
+// VIP's wait or of the answer wait of a VIP that was denied; freeing: such
+// an answer wait has ended. A probe whose answer is held back is not
+// replaced until the wait is settled.
 func (g *Guard) schedule(now time.Time) (next time.Time, freeing bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

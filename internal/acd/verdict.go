@@ -50,14 +50,15 @@ func (g *Guard) Tell(vip netip.Addr, want, bound bool) {
 }
 
 // judge returns the verdict on vip from what the guard knows of it now. It
-// counts the latest probe whose answer wait is over, frees a claim once
-// FreeAfter probes in a row went unanswered, drops the claims of a VIP that
-// is not checked, and reports a claim that keeps the VIP from this node;
-// under mu.
+// settles a wait past its deadline (not left to the next round), counts
+// the latest probe whose answer wait is over, frees a claim once
+// FreeAfter probes in a row went unanswered, drops the claims and the
+// frames held back of a VIP that is not checked, and reports a claim that
+// keeps the VIP from this node; under mu.
 func (g *Guard) judge(vip netip.Addr, s *vipState) bind.Check {
 	o := &s.others
-	if h := o.held; h != nil && !g.now().Before(h.until) {
-		g.settle(vip, s, g.id.Ours) // its deadline passed: judged now, not at the next round
+	if h := o.held; h != nil && !s.wire.unchecked && !g.now().Before(h.until) {
+		g.settle(vip, s)
 	}
 	s.probes.count(g.now(), o)
 	switch {

@@ -16,12 +16,12 @@ const maxHeld = 64
 // came.
 type holding struct {
 	until  time.Time // the wait's end, as it was at the first frame: later ones do not extend it
-	frames []heldFrame
+	frames []frame
 }
 
-// heldFrame is one frame held back.
-type heldFrame struct {
-	mac       string
+// frame is another host's frame on a VIP as it came.
+type frame struct {
+	mac       net.HardwareAddr
 	at        time.Time
 	announced bool // it told the segment (a gratuitous ARP, an unsolicited NA)
 	bound     bool // the VIP was bound here when it came
@@ -48,34 +48,29 @@ func (s *vipState) answerHeld() bool {
 	return !p.sent.IsZero() && !p.counted.Equal(p.sent) && s.others.held.since(p.sent)
 }
 
-// wait holds back a frame of mac, not known as ours, on vip while the
-// identity resolves the members heard a moment ago (until,
-// Identity.Resolving): it may be one of theirs, a new master announcing
+// wait holds back f, a frame of a host not known as ours, on vip while
+// the identity resolves the members heard a moment ago
+// (Identity.Resolving): it may be one of theirs, a new master announcing
 // the VIP right after its first advertisement. While a VIP's wait lasts,
 // every such frame on it waits too, so that they all count in the order
-// they came, each as of its time (settleWaiting, at the first frame's
-// deadline or once nothing is left to resolve; judge, when its deadline
-// passed before the round). Past maxHeld frames the wait ends and the
-// frame counts after them. False: the frame counts now (no member to
-// resolve).
-func (g *Guard) wait(vip netip.Addr, mac net.HardwareAddr, announced bool, until time.Time) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s, ok := g.vips[vip]
-	if !ok {
-		return true
-	}
-	now, h := g.now(), s.others.held
-	f := heldFrame{mac: string(mac), at: now, announced: announced, bound: s.node.bound}
+// they came, each as of its time: at the first frame's deadline or once
+// nothing is left to resolve (settleWaiting; judge, when the deadline
+// passed before the round). Past maxHeld frames the wait ends, the frames
+// count, and f after them. False: f counts now (no member to resolve).
+// Under mu.
+func (g *Guard) wait(vip netip.Addr, s *vipState, f frame) bool {
+	h := s.others.held
 	switch {
-	case h == nil && !until.After(now):
-		return false
 	case h == nil:
-		s.others.held = &holding{until: until, frames: []heldFrame{f}}
+		until := g.id.Resolving()
+		if !until.After(f.at) {
+			return false
+		}
+		s.others.held = &holding{until: until, frames: []frame{f}}
 		g.kick() // a round sets the deadline
 	case len(h.frames) >= maxHeld:
-		g.settle(vip, s, g.id.Ours)
-		g.heard(vip, s, f, false)
+		g.settle(vip, s)
+		return false
 	default:
 		h.frames = append(h.frames, f)
 	}
@@ -98,24 +93,24 @@ func (g *Guard) settleWaiting() {
 	}
 	slices.SortFunc(vips, netip.Addr.Compare)
 	for _, vip := range vips {
-		g.settle(vip, g.vips[vip], g.id.Ours)
+		g.settle(vip, g.vips[vip])
 	}
 }
 
 // settle ends vip's wait: each frame held back, in order, as of its time,
-// is a member's (ours: an announcement is contested) or a claim. A VIP the
-// wait alone kept from being bound is judged again at once. Under mu; ours
-// is the identity's lookup, which never calls the guard.
-func (g *Guard) settle(vip netip.Addr, s *vipState, ours func(net.HardwareAddr) bool) {
+// is a member's (an announcement is contested) or a claim. A VIP this
+// node should hold and was denied is judged again at once if no claim
+// came of the wait (a claim notes its own change). Under mu.
+func (g *Guard) settle(vip netip.Addr, s *vipState) {
 	h := s.others.held
 	s.others.held = nil
-	claims := false
+	stranger := false
 	for _, f := range h.frames {
-		member := ours(net.HardwareAddr(f.mac))
-		claims = claims || !member
+		member := g.id.Ours(f.mac)
+		stranger = stranger || !member
 		g.heard(vip, s, f, member)
 	}
-	if !claims && s.denied() { // a claim notes its own change (claimed)
+	if !stranger && s.denied() {
 		g.note(Note{Kind: Changed})
 	}
 }

@@ -2,12 +2,8 @@ package acd
 
 import (
 	"net"
-	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/novaedge/cpvip/internal/bind"
 )
@@ -23,13 +19,11 @@ func resolvingHarness() (*harness, *Known) {
 	return h, k
 }
 
-var stranger2 = net.HardwareAddr{2, 0, 0, 0, 0, 8}
-
-// A stranger's frames held back while a member is resolved count in the
-// order they came, each as of when it came: two frames within
-// DefendInterval make a held VIP the stranger's (defended at the first,
-// released at the second), whenever the round that settles the wait runs
-// — one late after the wait ended, with a second frame in between, too.
+// TestHeldFramesCountAsOfWhenTheyCame: a stranger's frames held back while a
+// member is resolved count in the order they came, each as of when it came:
+// two frames within DefendInterval make a bound VIP the stranger's (defended
+// at the first, released at the second), even when the round runs after the
+// wait ended and a second frame came in between.
 func TestHeldFramesCountAsOfWhenTheyCame(t *testing.T) {
 	h, _ := resolvingHarness()
 	h.verdict(vip, true, true)
@@ -51,8 +45,9 @@ func TestHeldFramesCountAsOfWhenTheyCame(t *testing.T) {
 	}
 }
 
-// A probe whose answer is held back is not counted unanswered while it
-// waits: once the wait settles, its answer counts.
+// TestProbeAnsweredWhileHeldIsAnswered: a probe whose answer is held back is
+// not counted unanswered while it waits: once the wait settles, its answer
+// counts.
 func TestProbeAnsweredWhileHeldIsAnswered(t *testing.T) {
 	h := newHarness()
 	h.verdict(vip, true, false)
@@ -76,36 +71,34 @@ func TestProbeAnsweredWhileHeldIsAnswered(t *testing.T) {
 	}
 }
 
-// A wait is the first frame's: a member heard later, or a later frame,
-// does not extend it. The frames of two strangers held back count in the
-// order they came.
+// TestWaitKeepsItsFirstDeadlineAndOrder: a wait is the first frame's: a
+// member heard later, or a later frame, does not extend it. The frames of
+// two strangers held back count in the order they came.
 func TestWaitKeepsItsFirstDeadlineAndOrder(t *testing.T) {
-	{
-		h, k := resolvingHarness()
-		start := h.now
-		h.verdict(vip, true, false)
-		h.g.Observe(vip, Claim{MAC: foreign})
-		h.now = start.Add(time.Millisecond)
-		h.g.Observe(vip, Claim{MAC: stranger2})
-		h.now = start.Add(ResolveGrace / 2)
-		k.Heard(peerB, 0) // resolving until start+150ms
-		h.g.Observe(vip, Claim{MAC: foreign})
-		h.now = start.Add(ResolveGrace)
-		h.g.Round()
-		o := h.g.vips[vip].others
-		if o.held != nil {
-			t.Fatalf("still waiting at the first frame's deadline: %+v", o.held)
-		}
-		if o.claim == nil || o.claim.MAC.String() != foreign.String() || !o.claim.Since.Equal(start.Add(ResolveGrace/2)) ||
-			o.replaced == nil || o.replaced.MAC.String() != stranger2.String() {
-			t.Fatalf("claim %+v replacing %+v: want the first stranger's latest frame, replacing the second's", o.claim, o.replaced)
-		}
+	h, k := resolvingHarness()
+	start := h.now
+	h.verdict(vip, true, false)
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = start.Add(time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: stranger2})
+	h.now = start.Add(ResolveGrace / 2)
+	k.Heard(peerB, 0) // resolving until start+150ms
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = start.Add(ResolveGrace)
+	h.g.Round()
+	o := h.g.vips[vip].others
+	if o.held != nil {
+		t.Fatalf("still waiting at the first frame's deadline: %+v", o.held)
+	}
+	if o.claim == nil || o.claim.MAC.String() != foreign.String() || !o.claim.Since.Equal(start.Add(ResolveGrace/2)) ||
+		o.replaced == nil || o.replaced.MAC.String() != stranger2.String() {
+		t.Fatalf("claim %+v replacing %+v: want the first stranger's latest frame, replacing the second's", o.claim, o.replaced)
 	}
 }
 
-// A VIP bound stays Clear while a claim waits (the holder keeps it until
-// the claim is settled); one not bound stays Unprobed (never bound while
-// another host may answer for it).
+// TestHeldClaimKeepsWhatIsBound: a VIP bound stays Clear while a claim waits
+// (the holder keeps it until the claim is settled); one not bound stays
+// Unprobed (never bound while another host may answer for it).
 func TestHeldClaimKeepsWhatIsBound(t *testing.T) {
 	h, _ := resolvingHarness()
 	h.g.vips[vip].probes.checked = true // a probe went unanswered
@@ -118,11 +111,99 @@ func TestHeldClaimKeepsWhatIsBound(t *testing.T) {
 	}
 }
 
-// A claim counts at once when no member is being resolved. While one is,
-// every frame from a host not known as ours waits, a counted claimant's
-// too: a probe it answers is not counted unanswered for an older frame
-// of another host replayed after it. Past maxHeld frames the wait ends:
-// they count at once, in order, and the next after them.
+// TestHeldFramesOfTwoHostsCountInOrder: frames of two hosts held back count
+// in the order they came, not host by host: a probe the first host answered
+// after the second's frames is answered.
+func TestHeldFramesOfTwoHostsCountInOrder(t *testing.T) {
+	h, _ := resolvingHarness()
+	h.verdict(vip, true, false)
+	base := h.now
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.now = base.Add(10 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: stranger2})
+	h.now = base.Add(20 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: stranger2})
+	h.now = base.Add(30 * time.Millisecond)
+	h.g.Round() // the first probe
+	sent := h.g.vips[vip].probes.sent
+	h.now = base.Add(40 * time.Millisecond)
+	h.g.Observe(vip, Claim{MAC: foreign}) // answers it
+	h.now = base.Add(200 * time.Millisecond)
+	h.g.Round()
+	p, c := h.g.vips[vip].probes, h.g.vips[vip].others.claim
+	if !p.counted.Equal(sent) || p.quiet != 0 || c.MAC.String() != foreign.String() || !c.Last.Equal(base.Add(40*time.Millisecond)) {
+		t.Fatalf("probe counted %v quiet %d, claim %v last %v: want answered, the first host's claim latest",
+			p.counted.Equal(sent), p.quiet, c.MAC, c.Last.Sub(base))
+	}
+}
+
+// TestNoProbeReplacesOneWhoseAnswerIsHeld: a probe whose answer is held back
+// is not replaced by the next before it is counted: the next goes once the
+// wait is settled.
+func TestNoProbeReplacesOneWhoseAnswerIsHeld(t *testing.T) {
+	h := newHarness()
+	h.verdict(vip, false, false)
+	h.advance(0) // a probe; the next in ProbeEvery
+	sent := h.g.vips[vip].probes.sent
+	k := knownOf(h)
+	h.g.id = k
+	h.now = sent.Add(ProbeEvery - 40*time.Millisecond)
+	k.Heard(peerA, 0)
+	h.g.Observe(vip, Claim{MAC: foreign}) // held until sent+ProbeEvery+60ms
+	if next := h.advance(40 * time.Millisecond); !next.Equal(sent.Add(ProbeEvery + 60*time.Millisecond)) {
+		t.Fatalf("next round at %v, want the wait's end", next.Sub(sent))
+	}
+	if p := h.g.vips[vip].probes; !p.sent.Equal(sent) {
+		t.Fatal("a probe replaced the one whose answer is held")
+	}
+	h.advance(60 * time.Millisecond)
+	if p := h.g.vips[vip].probes; !p.counted.Equal(sent) || p.quiet != 0 || !p.sent.After(sent) {
+		t.Fatalf("after the wait %+v: want the first counted answered and the next sent", p)
+	}
+}
+
+// TestKnownMemberIsNotHeld: a router of ours known as one is never held
+// back: its announcement is contested at once while a stranger's frame
+// waits.
+func TestKnownMemberIsNotHeld(t *testing.T) {
+	h, k := resolvingHarness()
+	k.Heard(peerB, 0)
+	k.Neigh(peerB, member)
+	h.verdict(vip, true, true)
+	h.g.Observe(vip, Claim{MAC: foreign})
+	h.g.Observe(vip, Claim{MAC: member, Announced: true})
+	if h.n(); len(h.contested) != 1 || h.members != 1 || len(h.g.vips[vip].others.held.frames) != 1 {
+		t.Fatalf("contested %v, member answers %d, held %+v: want the member's contested and noted at once, only the stranger's held",
+			h.contested, h.members, h.g.vips[vip].others.held)
+	}
+}
+
+// TestHeldFramesAndTheVerdict: the verdict on frames held back: a VIP whose
+// wire fails for long is not checked, and they go with its claims; a wait
+// whose deadline passed is settled by the next judgement, not left to the
+// next round.
+func TestHeldFramesAndTheVerdict(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		then func(*harness)
+		want bind.Check
+	}{
+		{"unchecked", func(h *harness) { h.g.vips[vip].wire.unchecked = true }, bind.Clear},
+		{"past the deadline", func(h *harness) { h.now = h.now.Add(ResolveGrace) }, bind.Claimed},
+	} {
+		h, _ := resolvingHarness()
+		h.g.Observe(vip, Claim{MAC: foreign})
+		c.then(h)
+		if v := h.verdict(vip, true, false); v != c.want || h.g.vips[vip].others.held != nil {
+			t.Fatalf("%s: verdict %v, held %+v: want %v, nothing held", c.name, v, h.g.vips[vip].others.held, c.want)
+		}
+	}
+}
+
+// TestEveryFrameWaitsWhileAnyDoes: a claim counts at once when no member is
+// being resolved. While one is, every frame from a host not known as ours
+// waits, a counted claimant's too: a probe it answers is not counted
+// unanswered for an older frame of another host replayed after it.
 func TestEveryFrameWaitsWhileAnyDoes(t *testing.T) {
 	h := newHarness()
 	k := knownOf(h)
@@ -147,7 +228,12 @@ func TestEveryFrameWaitsWhileAnyDoes(t *testing.T) {
 	if !p.counted.Equal(sent) || p.quiet != 0 || c.MAC.String() != foreign.String() {
 		t.Fatalf("probe counted %v quiet %d, claim %v: want counted answered, the claimant's claim latest", p.counted.Equal(sent), p.quiet, c.MAC)
 	}
-	k.Heard(peerB, 0)
+}
+
+// TestFloodEndsTheWait: past maxHeld frames held back the wait ends: they
+// count at once, in order, and the next after them.
+func TestFloodEndsTheWait(t *testing.T) {
+	h, _ := resolvingHarness()
 	for i := range maxHeld + 1 {
 		h.g.Observe(vip, Claim{MAC: net.HardwareAddr{2, 1, 0, 0, 0, byte(i)}})
 	}
@@ -158,166 +244,14 @@ func TestEveryFrameWaitsWhileAnyDoes(t *testing.T) {
 	}
 }
 
-// Frames of two hosts held back count in the order they came, not host
-// by host: a probe the first host answered after the second's frames is
-// answered.
-func TestHeldFramesOfTwoHostsCountInOrder(t *testing.T) {
+// TestHeldFrameBeforeTheBindIsAClaim: a frame held back that came before the
+// VIP was bound here is a claim, as it would have been at once: never
+// defended against.
+func TestHeldFrameBeforeTheBindIsAClaim(t *testing.T) {
 	h, _ := resolvingHarness()
-	h.verdict(vip, true, false)
-	base := h.now
-	h.g.Observe(vip, Claim{MAC: foreign})
-	h.now = base.Add(10 * time.Millisecond)
-	h.g.Observe(vip, Claim{MAC: stranger2})
-	h.now = base.Add(20 * time.Millisecond)
-	h.g.Observe(vip, Claim{MAC: stranger2})
-	h.now = base.Add(30 * time.Millisecond)
-	h.g.Round() // the first probe
-	sent := h.g.vips[vip].probes.sent
-	h.now = base.Add(40 * time.Millisecond)
-	h.g.Observe(vip, Claim{MAC: foreign}) // answers it
-	h.now = base.Add(200 * time.Millisecond)
-	h.g.Round()
-	p, c := h.g.vips[vip].probes, h.g.vips[vip].others.claim
-	if !p.counted.Equal(sent) || p.quiet != 0 || c.MAC.String() != foreign.String() || !c.Last.Equal(base.Add(40*time.Millisecond)) {
-		t.Fatalf("probe counted %v quiet %d, claim %v last %v: want answered, the first host's claim latest",
-			p.counted.Equal(sent), p.quiet, c.MAC, c.Last.Sub(base))
-	}
-}
-
-// A probe whose answer is held back is not replaced by the next before
-// it is counted: the next goes once the wait is settled.
-func TestNoProbeReplacesOneWhoseAnswerIsHeld(t *testing.T) {
-	h := newHarness()
-	h.verdict(vip, false, false)
-	h.advance(0) // a probe; the next in ProbeEvery
-	sent := h.g.vips[vip].probes.sent
-	k := knownOf(h)
-	h.g.id = k
-	h.now = sent.Add(ProbeEvery - 40*time.Millisecond)
-	k.Heard(peerA, 0)
-	h.g.Observe(vip, Claim{MAC: foreign}) // held until sent+ProbeEvery+60ms
-	if next := h.advance(40 * time.Millisecond); !next.Equal(sent.Add(ProbeEvery + 60*time.Millisecond)) {
-		t.Fatalf("next round at %v, want the wait's end", next.Sub(sent))
-	}
-	if p := h.g.vips[vip].probes; !p.sent.Equal(sent) {
-		t.Fatal("a probe replaced the one whose answer is held")
-	}
-	h.advance(60 * time.Millisecond)
-	if p := h.g.vips[vip].probes; !p.counted.Equal(sent) || p.quiet != 0 || !p.sent.After(sent) {
-		t.Fatalf("after the wait %+v: want the first counted answered and the next sent", p)
-	}
-}
-
-// An entry gone ends a member's wait: its next advertisement starts a new
-// one. An entry arriving with a hardware address already ours ends a wait
-// and wakes the guard (Grew), as a new one does.
-func TestNeighEndsAndRestartsTheWait(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := NewKnown(nil, func() time.Time { return now }, nil)
-	k.Heard(peerA, 0)
-	now = now.Add(ResolveGrace / 2)
-	k.NeighGone(peerA)
-	k.Heard(peerA, 0)
-	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
-		t.Fatalf("heard after its entry went: resolving until %v, want a fresh %v", got, now.Add(ResolveGrace))
-	}
-	k.Neigh(peerA, member)
-	grown(k)
-	k.NeighGone(peerA) // its MAC stays ours
-	k.Heard(peerA, 0)
-	k.Neigh(peerA, member)
-	if !k.Resolving().IsZero() || !grown(k) {
-		t.Fatal("an entry with a MAC already ours must end the wait and wake the guard")
-	}
-}
-
-// The kernel's neighbour news: an entry in resolution keeps a member's
-// wait and forgets its address; a failed or deleted one ends it; a
-// reachable one is the member's address.
-func TestNeighNews(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := NewKnown(nil, func() time.Time { return now }, nil)
-	news := func(typ uint16, state int, mac net.HardwareAddr) {
-		neighNews(k, netlink.NeighUpdate{Type: typ, Neigh: netlink.Neigh{IP: peerA.AsSlice(), State: state, HardwareAddr: mac}})
-	}
-	k.Heard(peerA, 0)
-	news(unix.RTM_NEWNEIGH, unix.NUD_INCOMPLETE, nil)
-	if k.Resolving().IsZero() {
-		t.Fatal("an entry in resolution ended the wait")
-	}
-	news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
-	if !k.Resolving().IsZero() || !k.Ours(member) {
-		t.Fatal("a reachable entry must end the wait and make its MAC ours")
-	}
-	news(unix.RTM_NEWNEIGH, unix.NUD_INCOMPLETE, nil)
-	if _, ok := k.neigh[peerA]; ok {
-		t.Fatal("an entry in resolution kept the address known before")
-	}
-	for _, u := range []struct {
-		typ   uint16
-		state int
-	}{{unix.RTM_NEWNEIGH, unix.NUD_FAILED}, {unix.RTM_DELNEIGH, unix.NUD_REACHABLE}} {
-		news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
-		now = now.Add(time.Second)
-		news(u.typ, u.state, member)
-		k.Heard(peerA, 0)
-		if k.Resolving().IsZero() {
-			t.Fatalf("type %d state %#x: the entry must be gone (resolved again at the next advertisement)", u.typ, u.state)
-		}
-		now = now.Add(ResolveGrace / 2)
-		news(u.typ, u.state, member) // ends the wait: the next advertisement starts a fresh one
-		k.Heard(peerA, 0)
-		if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
-			t.Fatalf("type %d state %#x during a wait: resolving until %v, want a fresh %v", u.typ, u.state, got, now.Add(ResolveGrace))
-		}
-		news(unix.RTM_NEWNEIGH, unix.NUD_REACHABLE, member)
-	}
-}
-
-// A member forgotten (its membership ran out, or a flood evicted it) is
-// no longer resolved: the waits are bounded by the members remembered.
-func TestForgottenMemberIsNotResolved(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := NewKnown(nil, func() time.Time { return now }, nil)
-	for i := range maxHeard + 10 {
-		k.Heard(netip.AddrFrom4([4]byte{198, 51, 100, byte(i)}), time.Second)
-	}
-	if len(k.resolving) > maxHeard {
-		t.Fatalf("%d members being resolved after a flood, want at most %d", len(k.resolving), maxHeard)
-	}
-	now = now.Add(2 * time.Second)
-	k.Heard(peerA, 0) // the others' memberships ran out
-	if len(k.resolving) != 1 {
-		t.Fatalf("%d members being resolved, want only the one heard last", len(k.resolving))
-	}
-}
-
-// A router of ours known as one is never held back: its announcement is
-// contested at once while a stranger's frame waits.
-func TestKnownMemberIsNotHeld(t *testing.T) {
-	h, k := resolvingHarness()
-	k.Heard(peerB, 0)
-	k.Neigh(peerB, member)
-	h.verdict(vip, true, true)
-	h.g.Observe(vip, Claim{MAC: foreign})
-	h.g.Observe(vip, Claim{MAC: member, Announced: true})
-	if h.n(); len(h.contested) != 1 || h.members != 1 || len(h.g.vips[vip].others.held.frames) != 1 {
-		t.Fatalf("contested %v, member answers %d, held %+v: want the member's contested and noted at once, only the stranger's held",
-			h.contested, h.members, h.g.vips[vip].others.held)
-	}
-}
-
-// A frame held back is judged as of when it came: defended against only
-// if the VIP was bound here then (one that came before the bind is a
-// claim, as it would have been at once), its second answer within
-// DefendInterval of the defence by its own time, and noted to the
-// election with its time.
-func TestHeldFrameJudgedAsOfItsTime(t *testing.T) {
-	h, k := resolvingHarness()
 	h.g.vips[vip].probes.checked = true
 	h.verdict(vip, true, false) // clear: the loop binds it
 	h.now = h.now.Add(time.Millisecond)
-	came := h.now
 	h.g.Observe(vip, Claim{MAC: foreign}) // before the bind
 	h.now = h.now.Add(time.Millisecond)
 	h.verdict(vip, true, true)
@@ -326,20 +260,26 @@ func TestHeldFrameJudgedAsOfItsTime(t *testing.T) {
 	if v := h.verdict(vip, true, true); v != bind.Claimed || h.n().defences != 0 {
 		t.Fatalf("a frame that came before the bind: %v with %d defences, want claimed, none", v, h.defences)
 	}
+}
 
-	h = newHarness()
-	k = knownOf(h)
+// TestHeldFrameCountsAsOfItsTime: a frame held back counts as of when it
+// came: a second answer within DefendInterval of the defence by its own time
+// releases the VIP though it is settled after; the election is told of it
+// with that time.
+func TestHeldFrameCountsAsOfItsTime(t *testing.T) {
+	h := newHarness()
+	k := knownOf(h)
 	h.g.id = k
 	h.verdict(vip, true, true)
 	h.g.Observe(vip, Claim{MAC: foreign}) // defended at once: no member to resolve
-	defended := h.now
-	h.now = defended.Add(DefendInterval - 50*time.Millisecond)
+	h.now = h.now.Add(DefendInterval - 50*time.Millisecond)
 	k.Heard(peerB, 0)
-	came = h.now
-	h.g.Observe(vip, Claim{MAC: foreign})
+	came := h.now
+	h.g.Observe(vip, Claim{MAC: foreign}) // held
 	h.now = h.now.Add(ResolveGrace)
-	var at time.Time
+	h.g.Notes()
 	h.g.Round()
+	var at time.Time
 	for _, n := range h.g.Notes() {
 		if n.Kind == Served {
 			at = n.At
@@ -350,38 +290,5 @@ func TestHeldFrameJudgedAsOfItsTime(t *testing.T) {
 	}
 	if !at.Equal(came) {
 		t.Fatalf("the election told of an answer at %v, want when it came (%v)", at, came)
-	}
-}
-
-// The verdict on frames held back: a VIP whose wire fails for long is
-// not checked, and they go with its claims; a wait whose deadline passed
-// is settled by the next judgement, not left to the next round.
-func TestHeldFramesAndTheVerdict(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		then func(*harness)
-		want bind.Check
-	}{
-		{"unchecked", func(h *harness) { h.g.vips[vip].wire.unchecked = true }, bind.Clear},
-		{"past the deadline", func(h *harness) { h.now = h.now.Add(ResolveGrace) }, bind.Claimed},
-	} {
-		h, _ := resolvingHarness()
-		h.g.Observe(vip, Claim{MAC: foreign})
-		c.then(h)
-		if v := h.verdict(vip, true, false); v != c.want || h.g.vips[vip].others.held != nil {
-			t.Fatalf("%s: verdict %v, held %+v: want %v, nothing held", c.name, v, h.g.vips[vip].others.held, c.want)
-		}
-	}
-}
-
-// The wait lasts for the member heard last: Resolving is the latest end.
-func TestResolvingLastsForTheLatestMember(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := NewKnown(nil, func() time.Time { return now }, nil)
-	k.Heard(peerA, 0)
-	now = now.Add(ResolveGrace / 2)
-	k.Heard(peerB, 0)
-	if got := k.Resolving(); !got.Equal(now.Add(ResolveGrace)) {
-		t.Fatalf("resolving until %v, want the later member's %v", got, now.Add(ResolveGrace))
 	}
 }

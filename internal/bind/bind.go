@@ -64,7 +64,8 @@ type Inputs struct {
 //     holder keeps probing, and a host that answers makes it Defended,
 //     then, answering again, Claimed.
 //   - Elected, not bound: bind once a probe went unanswered (Clear); while
-//     the check has not probed (Unprobed), wait.
+//     the check has not probed, or answers wait for a member's resolution
+//     (Unprobed), wait.
 func Decide(in Inputs) (hold, decided bool) {
 	switch {
 	case in.Election == Undecided:
