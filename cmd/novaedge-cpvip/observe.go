@@ -12,7 +12,7 @@ import (
 	"github.com/novaedge/cpvip/internal/bgp"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
-	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/spread"
 	"github.com/novaedge/cpvip/internal/status"
@@ -27,7 +27,7 @@ type daemon struct {
 	rec        *reconcile.Reconciler
 	ifname     string
 	vrrp       *vrrp.Elector    // l2
-	l2         *l2.Announcer    // l2
+	l2         *l2node.Node     // l2
 	guard      *acd.Guard       // l2 with conflict detection
 	speaker    *bgp.Speaker     // bgp
 	bgpElector *bgp.Elector     // bgp

@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
-	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/status"
 )
@@ -18,7 +18,12 @@ type live struct {
 	level     *slog.LevelVar
 	checkers  []tuner // the node's own check, and spreading's of the other apiservers
 	elector   l2node.ElectionTuner
-	announcer *l2.Announcer
+	announcer garpTuner
+}
+
+// garpTuner takes a reload's announcement settings (l2node.Node).
+type garpTuner interface {
+	SetGARP(repeat int, refresh time.Duration)
 }
 
 // tuner takes a reload's health timing.
@@ -26,7 +31,16 @@ type tuner interface{ Tune(health.Timing) }
 
 // live is what a reload may change in d.
 func (d *daemon) live(level *slog.LevelVar) live {
-	return live{level: level, checkers: d.tuners(), elector: d.electorTuner(), announcer: d.l2}
+	return live{level: level, checkers: d.tuners(), elector: d.electorTuner(), announcer: d.garpTuner()}
+}
+
+// garpTuner is the node whose announcements a reload retunes: nil in bgp
+// mode (as electorTuner).
+func (d *daemon) garpTuner() garpTuner {
+	if d.l2 == nil {
+		return nil
+	}
+	return d.l2
 }
 
 // electorTuner is the election a reload retunes: nil in bgp mode (an

@@ -212,7 +212,9 @@ func watchInterface(ctx context.Context, ifname string, onLink func(), log *slog
 	return events
 }
 
-// buildL2 wires health, the VRRP elector and the L2 announcer.
+// buildL2 wires health and the L2 node (l2node.Node: the election, the
+// conflict check, the bind decision and the announcements in one
+// goroutine) to the sockets and netlink.
 func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon, error) {
 	checker, err := newChecker(cfg, log)
 	if err != nil {
@@ -232,40 +234,32 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		return nil, fmt.Errorf("listing the addresses of %s: %w", ifname, err)
 	}
 	var known *acd.Known // who we are, for the conflict check; nil without it
+	var guard *acd.Guard
 	if cfg.ConflictCheck {
 		known = acd.NewKnown(cfg.Peers, time.Now, func(ip netip.Addr) { acd.Resolve(ifname, ip) })
-	}
-	var guard *acd.Guard
-	var ask func() // with the conflict check: a backup asks whether its silent master's host answers
-	if known != nil {
 		guard = newGuard(cfg, ifname, known, log)
-		ask = guard.ProbeNow
 	}
-	elector, err := buildVRRP(cfg, ifname, resume, known, ask, log)
+	inst, err := buildVRRP(cfg, ifname, resume, guard, known, log)
 	if err != nil {
 		return nil, err
 	}
+	link := make(chan struct{}, 1)
 	onLink := func() {
-		elector.LinkChanged()
-		if guard != nil {
-			guard.LinkChanged()
+		select {
+		case link <- struct{}{}:
+		default:
 		}
 	}
-	opts := l2.Options{Interface: ifname, Repeat: cfg.GARPRepeat, Refresh: cfg.GARPRefresh, Period: reconcile.Period,
-		Self: elector.Primary, WaitCaughtUp: elector.WaitCaughtUp, Leading: elector.Leading,
-		Contests: elector.Established, Lapsed: elector.Lapsed}
+	events := watchInterface(ctx, ifname, onLink, log)
 	if guard != nil {
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
-		opts.Guard = guard
+		go guard.Listen(ctx)
 	}
-	events := watchInterface(ctx, ifname, onLink, log)
-	ann := l2.NewAnnouncer(opts, rec, events, l2.Send, log.With("component", "l2", "interface", ifname))
-	if guard != nil {
-		go relay(ctx, known, guard, ann, elector)
-		go guard.Run(ctx)
-	}
-	d := &daemon{agent: &agent.Agent{Health: checker, Elector: elector, Announcer: ann, Log: log},
-		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: ann, guard: guard}
+	node := l2node.New(l2node.Parts{Config: cfg, Inst: inst, Rec: rec, Guard: guard, Known: known,
+		Announce: func(addr netip.Addr) error { return l2.Send(ifname, addr) }, Log: log, Kernel: events, Link: link}, time.Now())
+	elector := vrrp.NewElector(inst, log)
+	d := &daemon{agent: &agent.Agent{Health: checker, Elector: node, Log: log},
+		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: node, guard: guard}
 	if d.spread = newSpreader(cfg, log); d.spread != nil {
 		d.agent.Local = d.spread
 	}
@@ -296,34 +290,10 @@ func newGuard(cfg *config.Config, ifname string, known *acd.Known, log *slog.Log
 	return g
 }
 
-// relay hands the conflict check's notes to their owners until ctx ends:
-// a verdict that may have changed to the reconcile loop, a contested or
-// defended VIP to the announcer, another host's answer to the election;
-// and a hardware address that became ours, or a member resolved, to the
-// guard (Rejudge).
-func relay(ctx context.Context, known *acd.Known, g *acd.Guard, ann *l2.Announcer, elector *vrrp.Elector) {
-	owners := struct {
-		*l2.Announcer
-		*vrrp.Elector
-	}{ann, elector}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-known.Grew():
-			g.Rejudge()
-			continue
-		case <-g.Noted():
-		}
-		l2node.Relay(g.Notes(), owners)
-	}
-}
-
 // buildVRRP opens one VRRP transport per VIP (one per address family) and
-// runs one election over them, so one node holds every VIP. With the
-// conflict check (known), a backup whose master went silent asks the
-// check's wires (ask) whether the master's host still answers for the VIP.
-func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known, ask func(), log *slog.Logger) (*vrrp.Elector, error) {
+// makes one election over them, so one node holds every VIP
+// (l2node.Instance: with the conflict check, guard and known).
+func buildVRRP(cfg *config.Config, ifname string, resume bool, guard *acd.Guard, known *acd.Known, log *slog.Logger) (*vrrp.Instance, error) {
 	vips := make([]netip.Addr, len(cfg.VIPAddress))
 	for i, v := range cfg.VIPAddress {
 		vips[i] = v.Addr()
@@ -340,13 +310,7 @@ func buildVRRP(cfg *config.Config, ifname string, resume bool, known *acd.Known,
 		}
 		conns = append(conns, conn)
 	}
-	vcfg := l2node.Election(cfg, resume, known != nil)
-	vcfg.Ask = ask
-	if known != nil {
-		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(known, cfg, src, interval) }
-	}
-	inst := vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress))
-	return vrrp.NewElector(inst, log), nil
+	return l2node.Instance(cfg, resume, guard, known, conns, log.With("component", "vrrp", "vip", cfg.VIPAddress)), nil
 }
 
 // buildBGP wires health, "hold while healthy" and the BGP announcer: the

@@ -111,17 +111,17 @@ type Guard struct {
 	asked  bool // ProbeNow: the next round sends a probe of every VIP besides the schedule
 	wake   chan struct{}
 
-	// Settle is how long after Run starts the guard neither probes nor
+	// Settle is how long after Start the guard neither probes nor
 	// judges answers: long enough to hear our group's first advertisement,
-	// so that a member holding the VIP is known as one (set before Run).
+	// so that a member holding the VIP is known as one (set before Start).
 	Settle    time.Duration
-	started   time.Time // when Run started; under mu
+	started   time.Time // when Start was called; under mu
 	refreshed time.Time // the latest Identity refresh of a round; under mu
 
 	// DefendWait is how long after a defence the guard sends no probe for
 	// the VIP (vipState.nextProbe): a router of ours that took it on lost
 	// advertisements, its MAC unknown to us, lets go once it hears our next
-	// advertisement and its grace is over. Set before Run.
+	// advertisement and its grace is over. Set before Start.
 	DefendWait time.Duration
 
 	// Detected counts conflicts reported (one per episode); Defended, the

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/novaedge/cpvip/internal/quietio"
 )
 
 // refreshEvery is how often the probes' rounds look up our group's members'
@@ -25,41 +23,28 @@ const ReopenEvery = 250 * time.Millisecond
 // without the check: a fault in the check must not keep the VIP down.
 const UncheckedAfter = 10 * time.Second
 
-// Run probes and listens until ctx ends.
-func (g *Guard) Run(ctx context.Context) {
-	g.Start()
+// Listen opens each VIP's wire and reads who claims it (a reader a VIP)
+// until ctx ends, then closes the wires and returns once the readers
+// have. The rounds are its driver's (Start, Round when the round is due
+// or Woken receives: internal/l2node).
+func (g *Guard) Listen(ctx context.Context) {
 	var readers sync.WaitGroup
-	defer readers.Wait()
-	defer g.closeWires()
 	for vip := range g.vips {
 		readers.Add(1)
 		go func() { defer readers.Done(); g.listen(ctx, vip) }()
 	}
-	t := quietio.NewTimer(0) // a timerfd: one wake-up a probe, not six (quietio.Timer)
-	defer t.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C(): // or a tick from before the latest reset: Round does what is due
-		case <-g.wake:
-		}
-		next := g.Round()
-		t.Stop()
-		if !next.IsZero() {
-			t.Reset(next.Sub(g.now()))
-		}
-	}
+	<-ctx.Done()
+	g.closeWires()
+	readers.Wait()
 }
 
-// Woken receives when the guard asks for a round before its timer (an
-// answer observed, a word or a question to act on, the link changed): Run
-// waits on it; a driver of its own (internal/testing/sim) rounds when it
-// receives.
+// Woken receives when the guard asks for a round before the time Round
+// returned (an answer observed, a word or a question to act on, the link
+// changed): its driver rounds when it receives.
 func (g *Guard) Woken() <-chan struct{} { return g.wake }
 
-// Start begins the check: it settles from now on (Guard.Settle). Run calls
-// it; a driver of its own (internal/testing/sim) calls Start, Attach and Round.
+// Start begins the check: it settles from now on (Guard.Settle); its
+// first round is due at once.
 func (g *Guard) Start() {
 	g.mu.Lock()
 	g.started = g.now()

@@ -47,7 +47,7 @@ type LocalHealth interface {
 type Agent struct {
 	Health    HealthChecker
 	Elector   Elector
-	Announcer Announcer
+	Announcer Announcer // nil: the elector carries out its decisions itself (the L2 node, internal/l2node)
 	Log       *slog.Logger
 	Journal   Journal     // optional
 	Local     LocalHealth // optional
@@ -71,7 +71,11 @@ func (a *Agent) Run(ctx context.Context) {
 	transitions := make(chan health.Transition)
 	go a.Health.Run(healthCtx, transitions)
 	annDone := make(chan struct{})
-	go func() { a.Announcer.Run(annCtx); close(annDone) }()
+	if a.Announcer != nil {
+		go func() { a.Announcer.Run(annCtx); close(annDone) }()
+	} else {
+		close(annDone)
+	}
 	electDone := make(chan struct{})
 	go func() {
 		held := map[netip.Prefix]bool{} // this goroutine only
@@ -82,9 +86,11 @@ func (a *Agent) Run(ctx context.Context) {
 				a.record(map[bool]string{true: "held", false: "released"}[hold], vip.String(),
 					map[bool]string{true: "elected", false: "not elected"}[hold])
 			}
-			if hold {
+			switch {
+			case a.Announcer == nil: // the elector carries out its own decisions
+			case hold:
 				a.Announcer.Hold(vip)
-			} else {
+			default:
 				a.Announcer.Release(vip)
 			}
 		})

@@ -133,7 +133,7 @@ func (l *Loop) Run(ctx context.Context) {
 		renewing = false
 		select {
 		case <-ctx.Done():
-			l.releaseAll()
+			l.Release()
 			return
 		case <-l.poke:
 		case <-renew.C():
@@ -236,8 +236,10 @@ func (l *Loop) step(desired map[netip.Prefix]bool) []Change {
 	return changes
 }
 
-// releaseAll removes every owned VIP; one retry if the kernel call failed.
-func (l *Loop) releaseAll() {
+// Release removes every owned VIP at shutdown, whatever the election's
+// words; one retry if the kernel call failed. Run calls it as its context
+// ends; a driver of its own (internal/l2node) as the node shuts down.
+func (l *Loop) Release() {
 	l.mu.Lock()
 	for _, vip := range l.rec.owned {
 		l.words.Set(vip, false)

@@ -1,7 +1,6 @@
 package vrrp
 
 import (
-	"context"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -9,8 +8,9 @@ import (
 	"github.com/novaedge/cpvip/internal/health"
 )
 
-// Elector runs the node's one VRRP instance for every VIP and implements
-// the agent's elector: health sets our priority in it (Core.Health).
+// Elector is the node's one VRRP instance for every VIP as the rest of the
+// daemon sees it from other goroutines: health and reloads handed to it,
+// its status read. Its Run is the node's (internal/l2node).
 type Elector struct {
 	inst *Instance
 	log  *slog.Logger
@@ -35,11 +35,6 @@ func (e *Elector) SetPreempt(on bool) { e.inst.SetPreempt(on) }
 // from a fail-open master (Config.SettleWithin).
 func (e *Elector) SetSettleWithin(d time.Duration) { e.inst.SetSettleWithin(d) }
 
-// WaitCaughtUp is Instance.WaitCaughtUp.
-func (e *Elector) WaitCaughtUp(ctx context.Context, t time.Time, max time.Duration) bool {
-	return e.inst.WaitCaughtUp(ctx, t, max)
-}
-
 // Leading is Instance.Leading (l2.Options.Leading).
 func (e *Elector) Leading() bool { return e.inst.Leading() }
 
@@ -60,32 +55,6 @@ func (e *Elector) FailOpen() (bool, string) {
 	st := e.inst.Status()
 	return st.State == Master && st.Priority == FailOpenPriority, st.Failing
 }
-
-// Run implements the agent's Elector: it runs the instance until ctx ends.
-func (e *Elector) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	held := map[netip.Prefix]bool{}
-	e.inst.Run(ctx, func(vip netip.Prefix, hold bool) {
-		if hold && !held[vip] { // not for a re-announcement of a VIP held already
-			if keeping, why := e.FailOpen(); keeping {
-				e.log.Warn("No node is healthy: keeping the VIP (fail open)", "vip", vip, "vrrp", "master", "reason", why)
-			} else {
-				e.log.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")
-			}
-		}
-		held[vip] = hold
-		decide(vip, hold)
-	})
-}
-
-// Served says another host answered for a VIP, and whether it is a known
-// router of our group (Instance.Served).
-func (e *Elector) Served(member bool, at time.Time) { e.inst.Served(member, at) }
-
-// Lapsed says a held VIP's lifetime ran out (Instance.Lapsed).
-func (e *Elector) Lapsed() { e.inst.Lapsed() }
-
-// LinkChanged says the interface changed (Instance.LinkChanged).
-func (e *Elector) LinkChanged() { e.inst.LinkChanged() }
 
 // Primary returns our source address of family's address family (Instance.Primary).
 func (e *Elector) Primary(family netip.Addr) netip.Addr { return e.inst.Primary(family) }

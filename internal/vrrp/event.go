@@ -35,11 +35,23 @@ const (
 	LinkNews
 	// ShutDown: the daemon stops; a master resigns.
 	ShutDown
+	// PrimariesFound: the transports' source addresses (Primaries, in
+	// their order), found once the interface has them; the carrier is
+	// followed from then on.
+	PrimariesFound
+	// QueueRead: the election reads what the kernel queued and acts on
+	// it now (an announcement out of its time asks first: after a freeze,
+	// another node may have taken over meanwhile).
+	QueueRead
+	// Beside: an event of the node around the election (Beside), from
+	// Run's feed; the election alone has none.
+	Beside
 )
 
 var eventNames = [...]string{TimerFired: "timer fired", Received: "received", HealthChanged: "health changed",
 	PriorityReloaded: "priority reloaded", PreemptReloaded: "preempt reloaded", SettleReloaded: "settle reloaded",
-	Answered: "answered", LifetimeLapsed: "lifetime lapsed", LinkNews: "link news", ShutDown: "shut down"}
+	Answered: "answered", LifetimeLapsed: "lifetime lapsed", LinkNews: "link news", ShutDown: "shut down",
+	PrimariesFound: "primaries found", QueueRead: "queue read", Beside: "beside"}
 
 // String names the kind.
 func (k EventKind) String() string {
@@ -61,6 +73,25 @@ type Event struct {
 	Settle   time.Duration     // SettleReloaded
 	Member   bool              // Answered
 	At       time.Time         // Answered
+	// Primaries: PrimariesFound.
+	Primaries []netip.Addr
+	// Beside: what happened to the node around the election (its own
+	// type), for its Driven.
+	Beside any
+}
+
+// Driven is what Instance.Run drives: the election alone (Node) or the
+// node around it (internal/l2node). Handle takes one event with the clock
+// and the reader of the kernel's queue, and returns when it must be
+// woken next (TimerFired; zero: only by an event).
+type Driven interface {
+	Handle(e Event, now func() time.Time, read Reader) time.Time
+}
+
+// Handle is Step as Driven: it returns the core's deadline.
+func (n *Node) Handle(e Event, now func() time.Time, read Reader) time.Time {
+	n.Step(e, now, read)
+	return n.core.Deadline()
 }
 
 // Step hands the election one event, the clock read with now, carries out
@@ -101,6 +132,10 @@ func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
 		n.link(now())
 	case ShutDown:
 		core.Shutdown(now())
+	case PrimariesFound:
+		n.primaries(e.Primaries, now())
+	case QueueRead:
+		read()
 	default:
 		panic(fmt.Sprintf("vrrp: unknown event kind %v", e.Kind))
 	}

@@ -89,7 +89,7 @@ func TestInstanceFaultReleases(t *testing.T) {
 }
 
 // TestInterfaceMadeAgainRejoinsAsBackup: a master whose interface was
-// deleted and created again (told by LinkChanged, not at its next refresh)
+// deleted and created again (told by netlink's news, not at its next refresh)
 // releases the VIP and comes back a backup, which an equal master keeps one;
 // it does not bind the VIP on the new interface as master.
 func TestInterfaceMadeAgainRejoinsAsBackup(t *testing.T) {
@@ -97,7 +97,7 @@ func TestInterfaceMadeAgainRejoinsAsBackup(t *testing.T) {
 	healthy(inst)
 	waitDecisions(t, d, "becoming master", last)
 	tr.made.Store(true)
-	inst.LinkChanged()
+	d.feed <- Event{Kind: LinkNews}
 	waitDecisions(t, d, "releasing on the new interface", func(h []bool) bool { return !last(h) })
 	other := netip.MustParseAddr("192.0.2.10")
 	for range 10 {

@@ -102,11 +102,8 @@ type Instance struct {
 	base     chan uint8             // Priority, reloaded
 	preempt  chan bool
 	settle   chan time.Duration // SettleWithin, reloaded
-	served   chan answer        // Served's latest answer
-	asking   atomic.Bool        // Ask was called and Served has not answered it
+	asking   atomic.Bool        // Ask was called and no answer has ended it (answers)
 	askedAt  atomic.Int64       // when Ask was last called (unix ns): an answer seen before is not its answer
-	link     chan struct{}      // the interface changed: look at it now
-	lapsed   chan struct{}      // a held VIP's lifetime ran out (Lapsed)
 	drops    Drops
 	foreign  foreignGroups
 	sent     atomic.Uint64
@@ -117,15 +114,6 @@ type Instance struct {
 	// drainAtMost: how long a due timer waits for queued advertisements
 	// (drain): a quarter of the time between two advertisements at most.
 	drainAtMost time.Duration
-	// caughtUp: when drain last found nothing queued (unix ns): the election
-	// has read every advertisement the kernel queued before then (CaughtUp).
-	caughtUp atomic.Int64
-	caught   time.Time // drain's catch-up, not yet published (Run's goroutine only)
-	// advanced is closed, and replaced, when caughtUp advances while a
-	// WaitCaughtUp waits (waiting > 0); under cmu.
-	cmu      sync.Mutex
-	advanced chan struct{}
-	waiting  int
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -154,8 +142,8 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 		cfg.ServedWait = 0
 	}
 	return &Instance{cfg: cfg, conns: conns, log: log, health: make(chan health.Transition, healthQueue), base: make(chan uint8, 1),
-		preempt: make(chan bool, 1), settle: make(chan time.Duration, 1), served: make(chan answer, 1),
-		link: make(chan struct{}, 1), lapsed: make(chan struct{}, 1), primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
+		preempt: make(chan bool, 1), settle: make(chan time.Duration, 1),
+		primaries: make([]atomic.Pointer[netip.Addr], len(conns)), status: Status{State: Initialize},
 		drainAtMost: min(drainAtMost, cfg.Interval/time.Duration(max(1, cfg.Sends))/4)}
 }
 
@@ -200,38 +188,11 @@ func (i *Instance) SetPreempt(on bool) { latest(i.preempt, on) }
 // SetSettleWithin changes SettleWithin; only the latest value counts.
 func (i *Instance) SetSettleWithin(d time.Duration) { latest(i.settle, d) }
 
-// answer is an answer for a VIP to the backup's asking (Served).
-type answer struct {
-	at     time.Time
-	member bool
-}
-
-// Served says that a host other than this node answered for a VIP at at,
-// and whether it is a known router of our group (internal/acd's Served
-// note): the answer to Ask, if seen after it was asked. A router's answer ends the asking and
-// replaces any answer not read yet; a stranger's (a conflict on one family
-// of a dual-stack VIP, say) neither ends it nor replaces a router's, so the
-// master's host answering for the other family still counts. It does not
-// block.
-func (i *Instance) Served(member bool, at time.Time) {
-	if !i.answers(member, at) {
-		return
-	}
-	a := answer{at: at, member: member}
-	if member {
-		select {
-		case <-i.served:
-		default:
-		}
-	}
-	select {
-	case i.served <- a:
-	default:
-	}
-}
-
-// answers says whether an answer seen at at answers the question asked
-// (Served's rule); a router's ends the asking.
+// answers says whether an answer seen at at answers the question asked:
+// one seen after it was asked, while it is asked. A router's ends the
+// asking; a stranger's (a conflict on one family of a dual-stack VIP, say)
+// does not, so the master's host answering for the other family still
+// counts.
 func (i *Instance) answers(member bool, at time.Time) bool {
 	switch {
 	case at.UnixNano() < i.askedAt.Load():
@@ -240,29 +201,6 @@ func (i *Instance) answers(member bool, at time.Time) bool {
 		return false // not asked: the routers' answers to every backup's own probes, each second
 	}
 	return true
-}
-
-// LinkChanged says the interface changed (netlink told us: deleted,
-// created, up, down), so that Run looks at it now instead of at its next
-// refresh: a master whose interface was deleted must not still be master
-// when the interface comes back (Refresh).
-func (i *Instance) LinkChanged() {
-	select {
-	case i.link <- struct{}{}:
-	default:
-	}
-}
-
-// Lapsed says that the lifetime of a VIP this node held ran out: the
-// process did not run for that long (frozen, starved), the reconcile loop
-// let the VIP go, and Run, once it has read what the kernel queued
-// meanwhile, binds it again if this node is still the master
-// (Core.Lapsed). It does not block.
-func (i *Instance) Lapsed() {
-	select {
-	case i.lapsed <- struct{}{}:
-	default:
-	}
 }
 
 // Primary returns our source address of family's address family (invalid
@@ -276,62 +214,6 @@ func (i *Instance) Primary(family netip.Addr) netip.Addr {
 		}
 	}
 	return netip.Addr{}
-}
-
-// caughtUpBy says whether the election has read every advertisement the
-// kernel queued before t, and carried out what it decided from them (a
-// master does at each advertisement it sends): after a freeze, what it
-// wants from then on knows whether another node took over meanwhile.
-func (i *Instance) caughtUpBy(t time.Time) bool { return i.caughtUp.Load() >= t.UnixNano() }
-
-// WaitCaughtUp waits, at most wait, until the election has read every
-// advertisement the kernel queued before t (CaughtUp), and says whether it
-// has; false also when ctx ends. It wakes when the election catches up,
-// not on a timer.
-func (i *Instance) WaitCaughtUp(ctx context.Context, t time.Time, wait time.Duration) bool {
-	if i.caughtUpBy(t) {
-		return true
-	}
-	timeout := time.NewTimer(wait)
-	defer timeout.Stop()
-	i.cmu.Lock()
-	i.waiting++
-	i.cmu.Unlock()
-	defer func() {
-		i.cmu.Lock()
-		i.waiting--
-		i.cmu.Unlock()
-	}()
-	for {
-		i.cmu.Lock()
-		if i.advanced == nil {
-			i.advanced = make(chan struct{})
-		}
-		advanced := i.advanced
-		i.cmu.Unlock()
-		if i.caughtUpBy(t) {
-			return true
-		}
-		select {
-		case <-advanced:
-		case <-timeout.C:
-			return i.caughtUpBy(t)
-		case <-ctx.Done():
-			return false
-		}
-	}
-}
-
-// caughtUpAt records that the election has read what the kernel queued
-// before at, and wakes the waiters.
-func (i *Instance) caughtUpAt(at time.Time) {
-	i.caughtUp.Store(at.UnixNano())
-	i.cmu.Lock()
-	if i.waiting > 0 && i.advanced != nil {
-		close(i.advanced)
-		i.advanced = nil
-	}
-	i.cmu.Unlock()
 }
 
 // Status returns a snapshot.
@@ -370,24 +252,23 @@ type packet struct {
 	src netip.Addr
 }
 
-// Run runs the election until ctx ends, calling decide(vip, true) for every
-// VIP on becoming master and decide(vip, false) on leaving it. On return it
-// has resigned: a master sent priority 0. It closes the transports. Every
-// decision is the Core's; Run feeds it the wall clock, the network and the
-// interface.
-func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
-	n := i.Node(decide, time.Now())
-	n.Apply(time.Now())
-	core := n.Core()
+// Run drives d (the election, or the node around it) until ctx ends: the
+// transports' readers, the interface's news (RefreshEvery), health,
+// reloads, what feed brings (Beside events of d's own) and one timer at
+// d's deadline. It first waits for the transports' source addresses
+// (PrimariesFound). On return d has shut down (ShutDown: a master sent
+// priority 0) and the transports are closed. Every decision is d's; Run
+// feeds it the wall clock, the network and the interface.
+func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
 	ps := make([]netip.Addr, len(i.conns))
 	for k := range i.conns {
 		ps[k] = i.waitPrimary(ctx, i.conns[k])
 	}
-	n.Primaries(ps, time.Now())
-	n.Apply(time.Now())
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
+	read := func() time.Time { i.drain(packets, d); return time.Now() }
+	next := d.Handle(Event{Kind: PrimariesFound, Primaries: ps}, time.Now, read)
 	for k := range i.conns {
 		readers.Add(1)
 		go func() { defer readers.Done(); i.read(k, packets, stop) }()
@@ -399,18 +280,14 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 	defer timer.Close()
 	refresh := quietio.NewTicker(RefreshEvery)
 	defer refresh.Close()
-	read := func() time.Time { i.drain(core, packets); return time.Now() }
 	for {
+		resetTimer(timer, next)
 		var e Event
 		select {
 		case <-refresh.C():
 			e = Event{Kind: LinkNews}
-		case <-i.link:
-			// Netlink told us: the interface is gone, back, or its carrier
-			// changed. A carrier flap costs the flap (Machine.SetCarrier).
-			e = Event{Kind: LinkNews}
 		case <-ctx.Done():
-			n.Step(Event{Kind: ShutDown}, time.Now, read)
+			d.Handle(Event{Kind: ShutDown}, time.Now, read)
 			close(stop)
 			for _, c := range i.conns {
 				c.Close()
@@ -419,23 +296,19 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 			return
 		case on := <-i.preempt:
 			e = Event{Kind: PreemptReloaded, Preempt: on}
-		case d := <-i.settle:
-			e = Event{Kind: SettleReloaded, Settle: d}
+		case s := <-i.settle:
+			e = Event{Kind: SettleReloaded, Settle: s}
 		case tr := <-i.health:
 			e = Event{Kind: HealthChanged, Health: tr}
 		case p := <-i.base:
 			e = Event{Kind: PriorityReloaded, Priority: p}
 		case p := <-packets:
 			e = Event{Kind: Received, Adv: p.adv, Src: p.src}
-		case a := <-i.served: // answers(a) held when Served queued it
-			e = Event{Kind: Answered, Member: a.member, At: a.at}
-		case <-i.lapsed:
-			e = Event{Kind: LifetimeLapsed}
-		case <-timer.C(): // or a tick from before the latest reset: Timeout acts only on what is due
+		case e = <-feed:
+		case <-timer.C(): // or a tick from before the latest reset: d acts only on what is due
 			e = Event{Kind: TimerFired}
 		}
-		n.Step(e, time.Now, read)
-		resetTimer(timer, core.Deadline())
+		next = d.Handle(e, time.Now, read)
 	}
 }
 
@@ -444,24 +317,25 @@ func (i *Instance) Run(ctx context.Context, decide func(netip.Prefix, bool)) {
 // a reader that cannot (a failing socket) must not stop the timers.
 const drainAtMost = 20 * time.Millisecond
 
-// drain hands the core every advertisement the kernel queued (the Node's
+// drain hands d every advertisement the kernel queued (the Node's
 // Reader): the readers' channel, and what the first transport's socket
 // still holds (Pending), waiting for its reader at most drainAtMost. Only
-// the first transport's advertisements reach the core.
-func (i *Instance) drain(core *Core, packets <-chan packet) {
+// the first transport's advertisements reach the election. Each is an
+// event of its own (Received), as one the loop received.
+func (i *Instance) drain(packets <-chan packet, d Driven) {
+	noRead := func() time.Time { return time.Now() } // each a Received event: nothing more to read
 	deadline := time.Now().Add(i.drainAtMost)
 	for {
-		if at := time.Now(); !i.conns[0].Pending() {
+		if !i.conns[0].Pending() {
 			// Pending reads false only after the reader handed over what
 			// it took: the channel holds the rest.
 			for {
 				select {
 				case p := <-packets:
-					core.Receive(p.adv, p.src, time.Now())
+					d.Handle(Event{Kind: Received, Adv: p.adv, Src: p.src}, time.Now, noRead)
 					continue
 				default:
 				}
-				i.caught = at // published once what the drained packets decided is carried out (Node.Apply)
 				return
 			}
 		}
@@ -471,7 +345,7 @@ func (i *Instance) drain(core *Core, packets <-chan packet) {
 		}
 		select {
 		case p := <-packets:
-			core.Receive(p.adv, p.src, time.Now())
+			d.Handle(Event{Kind: Received, Adv: p.adv, Src: p.src}, time.Now, noRead)
 		case <-time.After(min(wait, 200*time.Microsecond)):
 		}
 	}

@@ -88,6 +88,7 @@ type decisions struct {
 	mu   sync.Mutex
 	held []bool
 	seen chan struct{}
+	feed chan Event // Run's feed: what netlink would tell it
 }
 
 func (d *decisions) decide(_ netip.Prefix, hold bool) {
@@ -172,10 +173,12 @@ func startInstance(t *testing.T, cfg Config, transports ...Transport) (*Instance
 // runNew runs inst until the test ends.
 func runNew(t *testing.T, inst *Instance) (*Instance, *decisions) {
 	t.Helper()
-	d := &decisions{seen: make(chan struct{}, 1)}
+	d := &decisions{seen: make(chan struct{}, 1), feed: make(chan Event, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { inst.Run(ctx, d.decide); close(done) }()
+	n := inst.Node(d.decide, time.Now())
+	n.Apply(time.Now())
+	go func() { inst.Run(ctx, n, d.feed); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return inst, d
 }
@@ -384,54 +387,4 @@ func TestUnsettledInstanceFollowsFailOpen(t *testing.T) {
 	}
 	tell(inst, health.Healthy, true, "")
 	waitDecisions(t, d, "settled: takes over", last)
-}
-
-// TestWaitCaughtUpWakesOnTheElection: a waiter wakes when the election
-// has read what was queued before its time, not later; it gives up after
-// its wait, or when its context ends.
-func TestWaitCaughtUpWakesOnTheElection(t *testing.T) {
-	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Interval: time.Second},
-		nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	at := time.Now()
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		inst.caughtUpAt(at.Add(-time.Millisecond)) // not yet
-		time.Sleep(20 * time.Millisecond)
-		inst.caughtUpAt(time.Now())
-	}()
-	start := time.Now()
-	if !inst.WaitCaughtUp(context.Background(), at, 10*time.Second) {
-		t.Fatal("not caught up")
-	}
-	if waited := time.Since(start); waited > 5*time.Second {
-		t.Fatalf("woke after %v: the catch-up did not wake it", waited)
-	}
-	if inst.WaitCaughtUp(context.Background(), time.Now().Add(time.Hour), 30*time.Millisecond) {
-		t.Fatal("caught up with a time not reached")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if inst.WaitCaughtUp(ctx, time.Now().Add(time.Hour), time.Hour) {
-		t.Fatal("caught up after its context ended")
-	}
-}
-
-// TestCatchUpPublishedAfterItsDecisions: what the election read while
-// draining counts as read (WaitCaughtUp) only once what it decided from it
-// is carried out: a late announcement woken earlier would read a
-// decision not yet made (the master it was, the VIP still wanted).
-func TestCatchUpPublishedAfterItsDecisions(t *testing.T) {
-	tr := newFakeTransport(netip.MustParseAddr("192.0.2.11"))
-	inst := NewInstance(Config{VIPs: []netip.Prefix{netip.MustParsePrefix("192.0.2.100/32")}, VRID: 51, Priority: 100, Interval: time.Second},
-		[]Transport{tr}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	n := inst.Node(func(netip.Prefix, bool) {}, time.Now())
-	before := time.Now()
-	inst.drain(n.Core(), make(chan packet))
-	if inst.caughtUpBy(before) {
-		t.Fatal("caught up published before its decisions were carried out")
-	}
-	n.Apply(time.Now())
-	if !inst.caughtUpBy(before) {
-		t.Fatal("caught up not published once its decisions were carried out")
-	}
 }

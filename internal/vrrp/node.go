@@ -20,7 +20,7 @@ type Node struct {
 // Node returns the instance's election, started at now: decide is called
 // for every VIP on becoming master (true) and on leaving it (false). Its
 // events go through Step, which carries out what they decided; after a
-// call of its Core's own (or Primaries) the driver calls Apply.
+// call of its Core's own the driver calls Apply (once after Node too).
 func (i *Instance) Node(decide func(netip.Prefix, bool), now time.Time) *Node {
 	n := &Node{i: i, core: NewCore(i.cfg, i.log), decide: decide}
 	n.core.Start(now)
@@ -31,9 +31,9 @@ func (i *Instance) Node(decide func(netip.Prefix, bool), now time.Time) *Node {
 // Deadline, …) and the settings a driver without health gives it.
 func (n *Node) Core() *Core { return n.core }
 
-// Primaries takes the source address of each transport (their order) once
-// found, and follows the interface's carrier from then on.
-func (n *Node) Primaries(ps []netip.Addr, now time.Time) {
+// primaries takes the source address of each transport (their order) once
+// found, and follows the interface's carrier from then on (PrimariesFound).
+func (n *Node) primaries(ps []netip.Addr, now time.Time) {
 	for k := range n.i.conns {
 		n.i.primaries[k].Store(&ps[k])
 	}
@@ -70,7 +70,7 @@ func (n *Node) catchUp(now time.Time, read Reader) {
 	}
 }
 
-// lapsed says that a held VIP's lifetime ran out (Instance.Lapsed): after
+// lapsed says that a held VIP's lifetime ran out (LifetimeLapsed): after
 // what the kernel queued, due timers run, then the election binds it
 // again if still master (Core.Lapsed).
 func (n *Node) lapsed(read Reader) {
@@ -80,8 +80,8 @@ func (n *Node) lapsed(read Reader) {
 }
 
 // Served hands the election an answer for a VIP seen at at (acd's Served
-// note) if it answers the latest question (Instance.answers), as
-// Instance.Served queues it for Run, and returns what it decided.
+// note) if it answers the latest question (Instance.answers), and returns
+// what it decided.
 func (n *Node) Served(member bool, at time.Time, now func() time.Time) []Effect {
 	if !n.i.answers(member, at) {
 		return nil
@@ -109,12 +109,6 @@ func (n *Node) Apply(now time.Time) []Effect {
 		case Report:
 			i.setStatus(func(s *Status) { s.State, s.Changed, s.Reason = e.To, e.At, e.Reason })
 		}
-	}
-	if !i.caught.IsZero() {
-		// Only now, the decisions carried out, may a late announcement
-		// waiting for the election go: it reads them (WaitCaughtUp).
-		i.caughtUpAt(i.caught)
-		i.caught = time.Time{}
 	}
 	i.setStatus(func(s *Status) {
 		s.Priority, s.Master, s.Failing = n.core.Priority(), n.core.Master(), n.core.Failing()

@@ -69,7 +69,7 @@ func healthyNode() (*Instance, *Node, time.Time) {
 		Interval: time.Second}, []Transport{newFakeTransport(netip.MustParseAddr("192.0.2.11"))}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	n := inst.Node(func(netip.Prefix, bool) {}, t0)
-	n.Primaries([]netip.Addr{netip.MustParseAddr("192.0.2.11")}, t0)
+	n.Step(Event{Kind: PrimariesFound, Primaries: []netip.Addr{netip.MustParseAddr("192.0.2.11")}}, func() time.Time { return t0 }, nil)
 	n.Core().Health(health.Transition{State: health.Healthy, Changed: true, Settled: true}, t0)
 	return inst, n, t0
 }

@@ -246,19 +246,17 @@ func TestStrangersAnswerKeepsTheAsking(t *testing.T) {
 		VRID: 51, Interval: 200 * time.Millisecond, ServedWait: 4 * time.Second, Ask: func() {}}, nil, discard)
 	i.askedAt.Store(t0.UnixNano())
 	i.asking.Store(true)
-	i.Served(false, t0.Add(time.Millisecond))   // a stranger answers for the IPv6 VIP
-	i.Served(true, t0.Add(2*time.Millisecond))  // the master's host for the IPv4 VIP
-	i.Served(false, t0.Add(3*time.Millisecond)) // the stranger again
-	select {
-	case a := <-i.served:
-		if !a.member {
-			t.Fatal("the election hears the stranger's answer, not the router's")
-		}
-	default:
-		t.Fatal("no answer reached the election")
+	if !i.answers(false, t0.Add(time.Millisecond)) || !i.asking.Load() { // a stranger answers for the IPv6 VIP
+		t.Fatal("a stranger's answer did not reach the election, or ended the asking")
+	}
+	if !i.answers(true, t0.Add(2*time.Millisecond)) { // the master's host for the IPv4 VIP
+		t.Fatal("the router's answer after the stranger's did not reach the election")
 	}
 	if i.asking.Load() {
 		t.Error("still asking after a router answered")
+	}
+	if i.answers(false, t0.Add(3*time.Millisecond)) {
+		t.Error("the stranger's answer after the router's reached the election: not asked any more")
 	}
 }
 
@@ -270,12 +268,10 @@ func TestAnswerSeenBeforeTheQuestion(t *testing.T) {
 		VRID: 51, Interval: 200 * time.Millisecond, ServedWait: 4 * time.Second, Ask: func() {}}, nil, discard)
 	i.askedAt.Store(t0.UnixNano())
 	i.asking.Store(true)
-	i.Served(true, t0.Add(-time.Millisecond))
-	if !i.asking.Load() || len(i.served) != 0 {
+	if i.answers(true, t0.Add(-time.Millisecond)) || !i.asking.Load() {
 		t.Fatal("an answer seen before the question was taken for its answer")
 	}
-	i.Served(true, t0.Add(time.Millisecond))
-	if i.asking.Load() || len(i.served) != 1 {
+	if !i.answers(true, t0.Add(time.Millisecond)) || i.asking.Load() {
 		t.Fatal("the answer after the question did not reach the election")
 	}
 }

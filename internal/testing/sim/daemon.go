@@ -12,28 +12,24 @@ import (
 	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
-	"github.com/novaedge/cpvip/internal/l2"
 	"github.com/novaedge/cpvip/internal/l2node"
 	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/vrrp"
 )
 
-// Timing of the daemon's plumbing, as in cmd/novaedge-cpvip and vrrp.Instance.
-const (
-	loopDelay = 200 * time.Microsecond // from a decision to the reconcile goroutine's step
-)
-
-// daemon is one run of novaedge-cpvip on a host: the real decision code,
-// wired as cmd/novaedge-cpvip wires it, with the sim's clock and segment
-// in place of the wall clock, sockets and netlink.
+// daemon is one run of novaedge-cpvip on a host: the real node
+// (l2node.Node), built as cmd/novaedge-cpvip builds it, with the sim's
+// clock and segment in place of the wall clock, sockets and netlink. The
+// daemon hands it events as vrrp.Instance.Run does, and keeps its one
+// timer at the deadline the node returns.
 type daemon struct {
 	h       *host
 	cfg     *config.Config
 	started time.Time
-	inst    *vrrp.Instance // the election's instance: its Node, Accept, Status
-	node    *vrrp.Node
+	inst    *vrrp.Instance // the election's instance: Accept, Status
+	node    *l2node.Node
+	core    *vrrp.Core // the node's election
 	vwire   *vrrpWire  // the first family's transport
-	core    *vrrp.Core // node's
 	judge   *health.Judge
 	state   health.State // as of the latest transition
 	// healthySince: when state last became Healthy.
@@ -46,11 +42,8 @@ type daemon struct {
 	// (acd.Guard.listen reopens them when theirs goes).
 	wireIndex int
 
-	loop    *reconcile.Loop    // woken by the simulation (Wake, Told), not by its goroutine
-	lapsed  bool               // the latest pass let a VIP go whose lifetime ran out
-	bursts  map[netip.Addr]int // generation of each VIP's announcement burst
-	stepDue bool
-	renewAt time.Time // when the step that renews the VIPs' lifetime is set
+	// timerAt: when the node's timer is set (the deadline it returned).
+	timerAt time.Time
 	// checkIdle: the health checker waits for its next check; else a
 	// check started at checkStart waits for its answer. Either is of
 	// generation checkGen (an earlier one is void).
@@ -65,8 +58,6 @@ type daemon struct {
 	// takersAlive.
 	live, resigned heard
 
-	coreAt, guardAt time.Time // when the core's and guard's timers are set
-	guardDue        bool      // the guard's timer fired: a round is due (acd.Guard.Run)
 	// frozenUntil: the process does not run until then (freeze.go); what
 	// comes meanwhile waits, in order (freeze.go).
 	frozenUntil time.Time
@@ -80,8 +71,7 @@ type daemon struct {
 // start runs a daemon on h with the host's configuration.
 func (h *host) start() *daemon {
 	s := h.s
-	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress,
-		bursts: map[netip.Addr]int{}}
+	d := &daemon{h: h, cfg: h.cfg, started: s.w.now, vips: h.cfg.VIPAddress}
 	h.d, h.goneAt = d, time.Time{}
 	log := newLogger(s.w, h.name)
 	d.rec = reconcile.New(kernel{h}, d.vips)
@@ -102,42 +92,28 @@ func (h *host) start() *daemon {
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
 		}
-		d.guard.Start()
-		d.guardDue = true // Run's timer starts at 0: a round at once
-		d.attachWires()
-	}
-	if d.guard != nil {
-		d.rec.SetCheck(d.guard)
-	}
-	d.loop = reconcile.NewLoop(d.rec, nil, reconcile.Period,
-		l2.Hooks(bursts{d}, log.With("component", "l2"), "eth0", func() { d.lapsed = true }))
-	vcfg := l2node.Election(h.cfg, resume && h.role == ours, d.guard != nil)
-	if d.guard != nil { // as cmd/novaedge-cpvip's buildVRRP
-		vcfg.Ask = d.guard.ProbeNow
-		cfg := h.cfg // the configuration it started with, as cmd's closure
-		vcfg.Heard = func(src netip.Addr, interval time.Duration) { l2node.Heard(d.known, cfg, src, interval) }
 	}
 	conns, primaries := make([]vrrp.Transport, len(d.vips)), make([]netip.Addr, len(d.vips))
 	for k := range d.vips {
 		conns[k], primaries[k] = &vrrpWire{d: d, k: k, index: h.index}, h.ip
 	}
 	d.vwire = conns[0].(*vrrpWire)
-	d.inst = vrrp.NewInstance(vcfg, conns, log.With("component", "vrrp"))
-	d.node = d.inst.Node(d.decide, s.w.now)
-	d.core = d.node.Core()
-	d.effects()
-	d.node.Primaries(primaries, s.w.now)
-	d.effects()
+	d.inst = l2node.Instance(h.cfg, resume && h.role == ours, d.guard, d.known, conns, log.With("component", "vrrp"))
+	d.node = l2node.New(l2node.Parts{Config: h.cfg, Inst: d.inst, Rec: d.rec, Guard: d.guard, Known: d.known,
+		Announce: d.announce, Log: log, Reported: d.follow}, s.w.now)
+	d.core = d.node.Election().Core()
+	if d.guard != nil {
+		d.attachWires()
+	}
+	d.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: primaries})
 	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
 		d.core.SetPriority(uint8(h.cfg.Priority), "", s.w.now) // no health check
-		d.effects()
+		d.handle(vrrp.Event{Kind: vrrp.QueueRead})            // what it decided carried out
 	} else {
 		d.after(time.Millisecond, "health check", d.check)
 	}
-	d.after(reconcile.Period, "reconcile period", d.period)
 	d.after(vrrp.RefreshEvery, "refresh", d.refresh)
-	d.settle()
 	return d
 }
 
@@ -145,165 +121,85 @@ func (h *host) start() *daemon {
 // stopped do nothing.
 func (d *daemon) alive() bool { return d.h.d == d }
 
-// after schedules do for this daemon run only, then settles its timers.
+// after schedules do for this daemon run only, once the process runs.
 func (d *daemon) after(dt time.Duration, what string, do func()) {
 	d.h.s.w.after(dt, d.h.name+" "+what, func() {
 		if d.alive() {
-			d.when(false, func() {
-				do()
-				d.settle()
-			})
+			d.when(false, do)
 		}
 	})
 }
 
-// settle sets the core's and the guard's timers after an event.
-func (d *daemon) settle() {
+// handle hands the node an event, as vrrp.Instance.Run does, and sets its
+// timer at the deadline it returns.
+func (d *daemon) handle(e vrrp.Event) {
 	if !d.alive() {
 		return
 	}
-	d.notes()   // each guard call's notes are taken after it; none is left behind
-	d.effects() // each core call drains its own; none is left behind
-	w := d.h.s.w
-	if at := d.core.Deadline(); !at.IsZero() && !at.Equal(d.coreAt) {
-		d.coreAt = at
-		w.at(at, d.h.name+" vrrp timer", func() {
-			d.when(false, func() {
-				if d.alive() && d.coreAt.Equal(at) {
-					d.coreAt = time.Time{}
-					d.elect(vrrp.Event{Kind: vrrp.TimerFired})
-					d.settle()
-				}
-			})
-		})
-	}
-	if d.guard == nil {
-		return
-	}
-	// A round when the guard's timer fired or it was woken, as Guard.Run.
-	select {
-	case <-d.guard.Woken():
-		d.guardDue = true
-	default:
-	}
-	if !d.guardDue {
-		return
-	}
-	d.guardDue = false
-	next := d.guard.Round()
-	d.notes()
+	at := d.node.Handle(e, d.clock, d.read)
 	d.flushProbes()
-	if next.IsZero() {
-		d.guardAt = time.Time{} // Run stops its timer
-	} else if !next.Equal(d.guardAt) {
-		d.guardAt = next
-		w.at(next, d.h.name+" guard round", func() {
-			d.when(false, func() {
-				if d.alive() && d.guardAt.Equal(next) {
-					d.guardAt, d.guardDue = time.Time{}, true
-					d.settle()
-				}
-			})
-		})
-	}
-}
-
-// poke wakes the reconcile loop (its goroutine steps a moment later).
-func (d *daemon) poke(string) {
-	if d.stepDue {
+	if at.IsZero() || at.Equal(d.timerAt) {
 		return
 	}
-	d.stepDue = true
-	d.after(loopDelay, "reconcile", d.step)
-}
-
-// step is the reconcile goroutine woken by a poke (reconcile.Loop.Wake,
-// with l2.Hooks): the bind decision for every VIP, the announcements of
-// what it bound, the re-announcements asked for.
-func (d *daemon) step() {
-	d.stepDue = false
-	d.wake(false)
-}
-
-// wake runs Loop.Wake (renewing: its renewal timer fired) and sets the
-// renewal's timer as Loop.Run does. A VIP whose lifetime ran out is bound
-// again by the election, once it has read what was queued, if it is
-// still the master.
-func (d *daemon) wake(renewing bool) {
-	d.lapsed = false
-	if at := d.loop.Wake(renewing); !at.IsZero() && !at.Equal(d.renewAt) {
-		d.renewAt = at
-		d.after(at.Sub(d.h.s.w.now), "renew", func() {
-			if d.renewAt.Equal(at) {
-				d.renewAt = time.Time{}
-				d.wake(true)
+	d.timerAt = at
+	d.h.s.w.at(at, d.h.name+" node timer", func() {
+		d.when(false, func() {
+			if d.alive() && d.timerAt.Equal(at) {
+				d.timerAt = time.Time{}
+				d.handle(vrrp.Event{Kind: vrrp.TimerFired})
 			}
 		})
+	})
+}
+
+// news is the node's feed (l2node.Node.Run's): what the conflict check
+// and the identity signal, handed to the node as the news they are.
+func (d *daemon) news() {
+	if d.guard == nil || !d.alive() {
+		return
 	}
-	if d.lapsed {
-		d.elect(vrrp.Event{Kind: vrrp.LifetimeLapsed})
-		d.settle()
+	for _, c := range []struct {
+		ch   <-chan struct{}
+		kind l2node.NewsKind
+	}{{d.guard.Woken(), l2node.Woken}, {d.guard.Noted(), l2node.Noted}, {d.known.Grew(), l2node.Grew}} {
+		select {
+		case <-c.ch:
+			d.handle(l2node.News{Kind: c.kind}.Event())
+		default:
+		}
 	}
 }
 
-// bursts are the daemon's announcement bursts as l2.Hooks drive them: a
-// burst is an event chain (burst), stopped by a new generation.
-type bursts struct{ d *daemon }
-
-func (b bursts) Start(vip netip.Addr) { b.d.burst(vip) }
-func (b bursts) Stop(vip netip.Addr)  { b.d.bursts[vip]++ }
-
-func (d *daemon) period() {
-	d.poke("period")
-	d.after(reconcile.Period, "reconcile period", d.period)
+// kernelNews is netlink's news of the interface's addresses for the
+// reconcile loop.
+func (d *daemon) kernelNews(ev reconcile.Event) {
+	d.handle(l2node.News{Kind: l2node.Kernel, Kernel: ev}.Event())
 }
 
-// burst announces vip on l2's Burst schedule, as l2.Announcer.burst does.
-// A late repeat (a freeze) waits there until the election has read what
-// was queued (WaitCaughtUp): here it reads it (freeze.go). The send fails
-// while the interface is gone and is tried again
-// (l2.Announcer.announce); one that goes out for a VIP this node has not
-// bound breaks the invariant.
-func (d *daemon) burst(vip netip.Addr) {
-	d.bursts[vip]++
-	gen, h, b := d.bursts[vip], d.h, l2.NewBurst(d.h.s.w.now)
-	var next func(try int)
-	now := func() time.Time { return h.s.w.now }
-	gates := func() l2.Gates {
-		return b.Ask(func() bool { return d.wanted(vip) }, func() bool { return h.role != ours || d.inst.Leading() },
-			func() bool { return d.rec.Fresh(vip) })
+// announce is one announcement on the segment (l2.Send): it fails while
+// the interface is gone; one that goes out for a VIP this node has not
+// bound breaks the invariant. Our own address first goes out only from
+// novaedge-cpvip.
+func (d *daemon) announce(addr netip.Addr) error {
+	h := d.h
+	if !h.iface {
+		return errNoDevice
 	}
-	caughtUp := func(time.Time) bool {
-		d.read()
-		d.effects()
-		return true
+	if !h.linked() {
+		return nil
 	}
-	next = func(try int) {
-		if d.bursts[vip] != gen || try == 1 && !b.Go(now, gates, caughtUp) {
-			return
+	if !slices.ContainsFunc(d.vips, func(v netip.Prefix) bool { return v.Addr() == addr }) {
+		if h.role == ours {
+			h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: addr})
 		}
-		if try == 1 && b.Self() && h.role == ours && h.iface && h.linked() {
-			h.s.seg.send(frame{kind: self, from: h, mac: h.mac, ip: h.addrOf(vip)})
-		}
-		if !h.iface && try < l2.SendTries {
-			d.after(l2.RetryGap, "garp retry", func() { next(try + 1) })
-			return
-		}
-		if h.iface && h.linked() {
-			if !h.bound(vip) && h.s.inv.announcedUnbound == "" {
-				h.s.inv.announcedUnbound = fmt.Sprintf("%s announces %s, which it has not bound", h.name, vip)
-			}
-			h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: vip})
-		}
-		if at := b.Sent(h.s.w.now, d.cfg.GARPRepeat, l2.RepeatGap, d.cfg.GARPRefresh); !at.IsZero() {
-			d.after(at.Sub(h.s.w.now), "garp", func() { next(1) })
-		}
+		return nil
 	}
-	next(1)
+	if !h.bound(addr) && h.s.inv.announcedUnbound == "" {
+		h.s.inv.announcedUnbound = fmt.Sprintf("%s announces %s, which it has not bound", h.name, addr)
+	}
+	h.s.seg.send(frame{kind: claim, from: h, mac: h.mac, vip: addr})
+	return nil
 }
-
-// wanted is reconcile.Loop.Wanted: the election's latest word on vip.
-func (d *daemon) wanted(vip netip.Addr) bool { return d.loop.Wanted(vip) }
 
 // check runs one health check and schedules the next, counted from its
 // start (health.Checker.Run).
@@ -377,39 +273,32 @@ func (d *daemon) observe(r health.Result) {
 
 // tell hands a transition to the election (agent.Agent, vrrp.Instance).
 func (d *daemon) tell(tr health.Transition) {
-	d.elect(vrrp.Event{Kind: vrrp.HealthChanged, Health: tr})
+	d.handle(vrrp.Event{Kind: vrrp.HealthChanged, Health: tr})
 }
 
-// refresh is the instance's periodic interface check.
+// refresh is the instance's periodic interface check (vrrp.RefreshEvery).
 func (d *daemon) refresh() {
-	d.linkCheck()
+	d.handle(vrrp.Event{Kind: vrrp.LinkNews})
 	d.after(vrrp.RefreshEvery, "refresh", d.refresh)
 }
 
-// linkChanged is netlink's news of the interface: the instance looks at
-// it now, the reconcile loop steps, the identity learns the new MAC.
+// linkChanged is netlink's news of the interface: the identity learns the
+// new MAC (acd.WatchKernel), the reconcile loop hears the link came up,
+// the node that the link changed; the conflict check's readers open their
+// wires on an interface made again.
 func (d *daemon) linkChanged() {
 	h := d.h
 	if d.known != nil && h.iface && !h.s.w.now.Before(h.netlinkDown) {
 		d.known.SetLink(h.index, h.mac)
+		d.news()
 	}
 	if h.linked() {
-		d.loop.Told(reconcile.LinkUp)
-		d.poke("link up")
+		d.kernelNews(reconcile.LinkUp)
 	}
-	if d.guard != nil {
-		d.guard.LinkChanged()
-	}
+	d.handle(l2node.News{Kind: l2node.LinkChanged}.Event())
 	if d.guard != nil && h.iface && h.index != d.wireIndex {
 		d.attachWires()
 	}
-	d.linkCheck()
-	d.settle()
-}
-
-// linkCheck is the instance's look at its interface (vrrp.Node.Link).
-func (d *daemon) linkCheck() {
-	d.elect(vrrp.Event{Kind: vrrp.LinkNews})
 }
 
 // receive is the daemon's part of a frame: the instance's reader and the
@@ -417,13 +306,13 @@ func (d *daemon) linkCheck() {
 func (d *daemon) receive(f frame) {
 	d.when(f.kind == advert, func() {
 		if d.alive() {
-			d.handle(f)
+			d.take(f)
 		}
 	})
 }
 
-// handle is receive once the process runs.
-func (d *daemon) handle(f frame) {
+// take is receive once the process runs.
+func (d *daemon) take(f frame) {
 	now := d.h.s.w.now
 	switch f.kind {
 	case advert:
@@ -436,11 +325,11 @@ func (d *daemon) handle(f frame) {
 		case f.ip == d.core.Master():
 			d.live = heard{f.ip, now}
 		}
-		d.elect(vrrp.Event{Kind: vrrp.Received, Adv: f.adv, Src: f.ip})
+		d.handle(vrrp.Event{Kind: vrrp.Received, Adv: f.adv, Src: f.ip})
 	case claim:
 		if d.guard != nil && !now.Before(d.wireDown) && d.vwire.index == d.h.index {
 			d.guard.Observe(f.vip, acd.Claim{MAC: f.mac, Announced: f.to == nil})
-			d.notes()
+			d.news()
 		}
 	case malformed:
 		// The wire parses frames itself and skips what does not parse
@@ -448,10 +337,7 @@ func (d *daemon) handle(f frame) {
 		if _, ok := acd.ClaimFrame(garbage(f.vip), f.vip); ok {
 			panic("a malformed frame parsed as a claim")
 		}
-	default:
-		return
 	}
-	d.settle()
 }
 
 // resolve asks the kernel to resolve a member (NTF_USE): an ARP request.
@@ -469,6 +355,7 @@ func (d *daemon) attachWires() {
 	for _, v := range d.vips {
 		d.guard.Attach(v.Addr(), nil)
 	}
+	d.news()
 	d.after(0, "open wires", d.openWires)
 }
 
@@ -476,7 +363,7 @@ func (d *daemon) openWires() {
 	if !d.h.iface || d.h.s.w.now.Before(d.wireDown) {
 		for _, v := range d.vips {
 			d.guard.OpenFailed(v.Addr(), errNoDevice)
-			d.notes()
+			d.news()
 		}
 		d.after(acd.ReopenEvery, "open wires", d.openWires)
 		return
@@ -485,6 +372,7 @@ func (d *daemon) openWires() {
 	for _, v := range d.vips {
 		d.guard.Attach(v.Addr(), wire{d, v.Addr(), d.h.index})
 	}
+	d.news()
 }
 
 // breakWires makes the wires fail for dt: read errors, no reopening.
@@ -496,7 +384,7 @@ func (d *daemon) breakWires(dt time.Duration) {
 	d.attachWires()
 }
 
-// flushProbes sends the probes of a guard round, in VIP order.
+// flushProbes sends the probes the node made, in VIP order.
 func (d *daemon) flushProbes() {
 	slices.SortFunc(d.probes, func(a, b netip.Addr) int { return a.Compare(b) })
 	for _, vip := range d.probes {
@@ -505,60 +393,15 @@ func (d *daemon) flushProbes() {
 	d.probes = d.probes[:0]
 }
 
-// notes hands the conflict check's notes to their owners, as
-// cmd/novaedge-cpvip's relay does.
-func (d *daemon) notes() {
-	if d.guard == nil {
-		return
-	}
-	select {
-	case <-d.known.Grew():
-		d.guard.Rejudge()
-	default:
-	}
-	l2node.Relay(d.guard.Notes(), owners{d})
-}
-
-// owners are the daemon's parts the notes go to (l2node.Owners).
-type owners struct{ d *daemon }
-
-func (o owners) Poke()                    { o.d.poke("guard") }
-func (o owners) Contested(vip netip.Addr) { o.d.announceAgain(vip, true) }
-func (o owners) Defend(vip netip.Addr)    { o.d.announceAgain(vip, false) }
-func (o owners) Served(member bool, at time.Time) {
-	o.d.follow(o.d.node.Served(member, at, o.d.clock))
-}
-
-// effects carries out what the core decided (vrrp.Node.Apply) and
-// follows its state changes.
-func (d *daemon) effects() { d.follow(d.node.Apply(d.h.s.w.now)) }
-
-// elect hands the election an event (vrrp.Node.Step), as the instance's
-// Run does, and follows its state changes.
-func (d *daemon) elect(e vrrp.Event) { d.follow(d.node.Step(e, d.clock, d.read)) }
-
 // follow checks the invariants at each state change the election made.
-func (d *daemon) follow(effects []vrrp.Effect) {
-	for _, e := range effects {
-		if e.Kind == vrrp.Report {
-			d.changed(e.To, e.Reason, e.At)
-		}
+func (d *daemon) follow(e vrrp.Effect) {
+	if e.Kind == vrrp.Report {
+		d.changed(e.To, e.Reason, e.At)
 	}
 }
 
 // clock is the daemon's clock: the simulation's.
 func (d *daemon) clock() time.Time { return d.h.s.w.now }
-
-// decide is the agent's Hold and Release of a VIP, which the reconcile
-// loop carries out.
-func (d *daemon) decide(vip netip.Prefix, hold bool) {
-	if hold {
-		d.loop.Hold(vip)
-	} else {
-		d.loop.Set(vip, false)
-	}
-	d.poke("decide")
-}
 
 // vrrpWire is the instance's transport of the k-th VIP on the segment
 // (vrrp.Conn): only the first family's advertisements are modelled, the
@@ -676,18 +519,6 @@ func (d *daemon) changed(to vrrp.State, why string, now time.Time) {
 	}
 }
 
-// announceAgain is l2.Announcer.Contested (contest) and Defend: once the
-// election has read what was queued (WaitCaughtUp; freeze.go), vip is
-// announced again if it goes (l2.Again).
-func (d *daemon) announceAgain(vip netip.Addr, contest bool) {
-	d.read()
-	d.effects()
-	again := l2.Again{Contest: contest}
-	if again.Goes(d.wanted(vip), d.inst.Leading(), d.inst.Established(d.h.s.w.now)) && d.loop.Again(vip) {
-		d.poke("announce again")
-	}
-}
-
 // wire is a conflict-check wire on the segment (acd.Wire).
 type wire struct {
 	d     *daemon
@@ -739,9 +570,9 @@ func (k kernel) Del(p netip.Prefix) error {
 type tuner struct{ d *daemon }
 
 func (t tuner) SetPriority(p uint8) {
-	t.d.elect(vrrp.Event{Kind: vrrp.PriorityReloaded, Priority: p})
+	t.d.handle(vrrp.Event{Kind: vrrp.PriorityReloaded, Priority: p})
 }
-func (t tuner) SetPreempt(on bool) { t.d.elect(vrrp.Event{Kind: vrrp.PreemptReloaded, Preempt: on}) }
+func (t tuner) SetPreempt(on bool) { t.d.handle(vrrp.Event{Kind: vrrp.PreemptReloaded, Preempt: on}) }
 func (t tuner) SetSettleWithin(d time.Duration) {
-	t.d.elect(vrrp.Event{Kind: vrrp.SettleReloaded, Settle: d})
+	t.d.handle(vrrp.Event{Kind: vrrp.SettleReloaded, Settle: d})
 }

@@ -24,13 +24,11 @@ func (d *daemon) frozen() bool { return d.h.s.w.now.Before(d.frozenUntil) }
 
 // when runs do now, or, while d is frozen, when it runs again; advert says
 // do hands the election an advertisement its socket received. Whatever do
-// changed wakes what waits on it, as the daemon's goroutines wake on their
-// channels (the relay on Known's growth and the guard's notes, the guard
-// on its wake-up): settle runs after it.
+// signalled reaches the node as the feed hands it over (news).
 func (d *daemon) when(advert bool, do func()) {
 	if !d.frozen() {
 		do()
-		d.settle()
+		d.news()
 		return
 	}
 	d.waiting = append(d.waiting, &waited{advert: advert, do: do})
@@ -73,7 +71,7 @@ func (d *daemon) thaw() {
 		if w := d.waiting[i]; !w.done {
 			w.done = true
 			w.do()
-			d.settle()
+			d.news()
 		}
 	}
 	d.waiting = nil

@@ -9,6 +9,7 @@ import (
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
+	"github.com/novaedge/cpvip/internal/reconcile"
 	"github.com/novaedge/cpvip/internal/reconcile/reconciletest"
 )
 
@@ -111,7 +112,7 @@ func (h *host) expire(p netip.Prefix, lifetime time.Duration) {
 		if d := h.d; d != nil {
 			h.s.w.after(netlinkDelay, "netlink addr gone", func() {
 				if h.d == d {
-					d.when(false, func() { d.poke("address gone") })
+					d.when(false, func() { d.kernelNews(reconcile.AddrChanged) })
 				}
 			})
 		}
@@ -189,7 +190,7 @@ func (h *host) dump() {
 		for ip, mac := range sortedNeigh(h.neigh) {
 			d.known.Neigh(ip, mac)
 		}
-		d.settle()
+		d.news()
 	}
 }
 

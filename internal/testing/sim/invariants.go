@@ -329,7 +329,7 @@ func (s *sim) expect(f fault, t *host) {
 			return !t.holds(vip4.Addr()) && slices.ContainsFunc(s.group, func(h *host) bool { return h != t && h.d != nil && h.d.inst.Leading() })
 		}
 		s.inv.expects = append(s.inv.expects, expectation{"a holder frozen past the backups' wait steps back when it runs again",
-			thaw.Add(loopDelay + time.Millisecond), thaw.Add(3 * i), gone})
+			thaw.Add(time.Millisecond), thaw.Add(3 * i), gone})
 	case f.What == fKill && f.Dur > i && f.Dur < min(kept-i-50*time.Millisecond, s.backupsWait(t)-3*i-200*time.Millisecond) &&
 		(s.alone(f, f.Dur+3*i) || s.besideRestart(f, t, f.Dur+3*i)) && reflect.DeepEqual(*t.cfg, *t.d.cfg):
 		// Past the master-down interval, within RESTART_WAIT (less the

@@ -288,15 +288,8 @@ func (s *sim) apply(f fault) {
 	}
 }
 
-// stop is a SIGTERM: the instance resigns, the reconcile loop releases
-// every VIP (agent.Agent.Run's shutdown order).
-func (d *daemon) stop() {
-	d.elect(vrrp.Event{Kind: vrrp.ShutDown})
-	for _, v := range d.vips {
-		d.loop.Set(v, false)
-	}
-	d.step()
-}
+// stop is a SIGTERM: the node resigns and releases every VIP.
+func (d *daemon) stop() { d.handle(vrrp.Event{Kind: vrrp.ShutDown}) }
 
 // strangerHolds makes the stranger bind the VIPs, or remove them.
 func (s *sim) strangerHolds(on, announce bool) {
@@ -362,7 +355,6 @@ func (s *sim) reload(h *host, variant int) {
 	prev := d.cfg
 	d.cfg = merged
 	l2node.Reload(tuner{d}, prev, merged)
-	d.settle()
 }
 
 // holders are the hosts of the group whose kernel answers for vip; with
