@@ -109,7 +109,7 @@ func (h *host) start() *daemon {
 	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
 		d.core.SetPriority(uint8(h.cfg.Priority), "", s.w.now) // no health check
-		d.handle(vrrp.Event{Kind: vrrp.QueueRead})            // what it decided carried out
+		d.handle(vrrp.Event{Kind: vrrp.QueueRead})             // what it decided carried out
 	} else {
 		d.after(time.Millisecond, "health check", d.check)
 	}
