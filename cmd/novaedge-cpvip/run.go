@@ -251,12 +251,12 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		}
 	}
 	events := watchInterface(ctx, ifname, onLink, log)
-	if guard != nil {
+	node := l2node.New(l2node.Parts{Config: cfg, Interface: ifname, Inst: inst, Rec: rec, Guard: guard, Known: known,
+		Announce: func(addr netip.Addr) error { return l2.Send(ifname, addr) }, Log: log, Kernel: events, Link: link}, time.Now())
+	if guard != nil { // started by the node: its readers' first claims count from then on
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
 		go guard.Listen(ctx)
 	}
-	node := l2node.New(l2node.Parts{Config: cfg, Inst: inst, Rec: rec, Guard: guard, Known: known,
-		Announce: func(addr netip.Addr) error { return l2.Send(ifname, addr) }, Log: log, Kernel: events, Link: link}, time.Now())
 	elector := vrrp.NewElector(inst, log)
 	d := &daemon{agent: &agent.Agent{Health: checker, Elector: node, Log: log},
 		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: node, guard: guard}

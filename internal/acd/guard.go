@@ -242,7 +242,7 @@ func (g *Guard) report(s *vipState) {
 		"remedy", "find the host with this MAC (ip neigh, the switch's tables) and remove the address from it")
 }
 
-// settling says whether Run started less than Settle ago (or not yet).
+// settling says whether Start was called less than Settle ago (or not yet).
 func (g *Guard) settling() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -26,18 +26,18 @@ const (
 	// Contested: another router of our group announced VIP, which this
 	// node should hold (at most once a ProbeEvery per VIP): the neighbours
 	// that heard it now send to that router. The holder announces the VIP
-	// again (l2.Announcer.Contested); a lost advertisement must not leave
+	// again (l2node.Node); a lost advertisement must not leave
 	// them there after that router stepped back. Its answers to our probes
 	// reach only us: nothing to win back.
 	Contested
 	// Defend: this node defends VIP, which it holds, against another
 	// host's first answer (RFC 5227 section 2.4 (b)): it announces the VIP
-	// again (l2.Announcer.Defend).
+	// again (l2node.Node).
 	Defend
 	// Served: a host other than this node answered for a VIP or announced
 	// it: its kernel runs and holds the VIP. A backup whose master went
 	// silent waits for it while it is a known router of our group (its
-	// daemon restarting; vrrp's Instance.Served, asked through ProbeNow).
+	// daemon restarting; vrrp.Node.Served, asked through ProbeNow).
 	Served
 )
 

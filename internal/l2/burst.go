@@ -16,21 +16,18 @@ const (
 	SendTries = 5
 )
 
-// lateRepeat: a repeat due longer ago than this waits, at most
-// catchUpWait, until the election has read what the kernel queued (the
-// process did not run: frozen, a VM paused, a starved host), and goes only
-// if its gates still open then (Burst.Go). Meanwhile another node may have taken
-// the VIP over; our election learns that in another goroutine
-// (vrrp.Instance.drain), and a gratuitous ARP of ours sent first would
-// pull the neighbours to a node about to let the VIP go.
-const (
-	lateRepeat  = 50 * time.Millisecond
-	catchUpWait = 200 * time.Millisecond
-)
+// lateRepeat: a repeat due longer ago than this goes only once the
+// election has read what the kernel queued meanwhile (the process did not
+// run: frozen, a VM paused, a starved host), and only if its gates still
+// open then (Burst.Go). Meanwhile another node may have taken the VIP over,
+// and a gratuitous ARP of ours sent before the election reads its
+// advertisements would pull the neighbours to a node about to let the VIP
+// go.
+const lateRepeat = 50 * time.Millisecond
 
 // Burst is the schedule of one VIP's announcements: at once (our own
 // address first), then Repeat-1 more Gap apart, then every Refresh if set.
-// It has no clock and no goroutine: the Announcer drives it with the wall
+// It has no clock and no goroutine: the node (internal/l2node) drives it with the wall
 // clock, the simulation with its own.
 type Burst struct {
 	sent int       // announcements made

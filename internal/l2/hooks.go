@@ -8,7 +8,7 @@ import (
 )
 
 // Bursts starts and stops each VIP's announcements (a Burst each): the
-// Announcer's goroutines, or the simulation's events.
+// node's announcements (internal/l2node).
 type Bursts interface {
 	Start(vip netip.Addr) // a new burst, in place of one running
 	Stop(vip netip.Addr)

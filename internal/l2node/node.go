@@ -73,11 +73,12 @@ type due struct {
 // Parts are what a node is made of; its driver makes them: cmd/novaedge-cpvip
 // over sockets and netlink, the simulation over its segment.
 type Parts struct {
-	Config *config.Config
-	Inst   *vrrp.Instance        // Instance's
-	Rec    *reconcile.Reconciler // its lifetime set, Resume asked
-	Guard  *acd.Guard            // nil: no conflict check
-	Known  *acd.Known            // with Guard
+	Config    *config.Config
+	Interface string                // the VIPs' interface (Config's, or the one detected)
+	Inst      *vrrp.Instance        // Instance's
+	Rec       *reconcile.Reconciler // its lifetime set, Resume asked
+	Guard     *acd.Guard            // nil: no conflict check
+	Known     *acd.Known            // with Guard
 	// Announce sends one announcement of addr on the interface (l2.Send):
 	// a VIP, or first our own address of its family.
 	Announce func(addr netip.Addr) error
@@ -95,8 +96,8 @@ type Parts struct {
 // any) starts too: its first round is due at once.
 func New(p Parts, now time.Time) *Node {
 	n := &Node{inst: p.Inst, status: vrrp.NewElector(p.Inst, p.Log), rec: p.Rec, root: p.Log,
-		guard: p.Guard, known: p.Known, announce: p.Announce, log: p.Log.With("component", "l2", "interface", p.Config.Interface),
-		iface: p.Config.Interface, reported: p.Reported, kernel: p.Kernel, link: p.Link, bursts: map[netip.Addr]*announcing{}, held: map[netip.Prefix]bool{},
+		guard: p.Guard, known: p.Known, announce: p.Announce, log: p.Log.With("component", "l2", "interface", p.Interface),
+		iface: p.Interface, reported: p.Reported, kernel: p.Kernel, link: p.Link, bursts: map[netip.Addr]*announcing{}, held: map[netip.Prefix]bool{},
 		now: func() time.Time { return now }, read: func() time.Time { return now }}
 	n.SetGARP(p.Config.GARPRepeat, p.Config.GARPRefresh)
 	if n.guard != nil {

@@ -61,7 +61,7 @@ type Config struct {
 	// ServedWait is how long a backup waits for a silent master whose host
 	// still answers for the VIPs (Params.ServedWait). It asks with Ask
 	// (probe the VIPs now; it must not block), and hears the answers
-	// through Instance.Served. Without Ask, no wait.
+	// through Node.Served. Without Ask, no wait.
 	ServedWait time.Duration
 	Ask        func()
 	// SettleWithin bounds how long settling holds a healthy backup back

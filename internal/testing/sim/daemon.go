@@ -99,7 +99,7 @@ func (h *host) start() *daemon {
 	}
 	d.vwire = conns[0].(*vrrpWire)
 	d.inst = l2node.Instance(h.cfg, resume && h.role == ours, d.guard, d.known, conns, log.With("component", "vrrp"))
-	d.node = l2node.New(l2node.Parts{Config: h.cfg, Inst: d.inst, Rec: d.rec, Guard: d.guard, Known: d.known,
+	d.node = l2node.New(l2node.Parts{Config: h.cfg, Interface: "eth0", Inst: d.inst, Rec: d.rec, Guard: d.guard, Known: d.known,
 		Announce: d.announce, Log: log, Reported: d.follow}, s.w.now)
 	d.core = d.node.Election().Core()
 	if d.guard != nil {
