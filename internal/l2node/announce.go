@@ -45,21 +45,21 @@ func (n *Node) announceDue(now time.Time) bool {
 	return true
 }
 
-// announceOne makes vip's announcement due (l2.Burst.Go asks the gates,
-// and a repeat found late has the election read what the kernel queued
-// first); a burst that does not go is over. A failed send is tried again
-// RetryGap later, SendTries times in all, before it counts as
-// sent-and-failed.
+// announceOne makes vip's announcement due, each try of it asking the
+// gates (l2.Burst.Go; a repeat found late has the election read what the
+// kernel queued first): a burst that does not go is over. A failed send is
+// tried again RetryGap later, SendTries times in all, before it counts as
+// sent-and-failed; a takeover's first try announces our own address first.
 func (n *Node) announceOne(vip netip.Addr, a *announcing) {
+	gates := func() l2.Gates {
+		return a.b.Ask(func() bool { return n.loop.Wanted(vip) }, n.inst.Leading, func() bool { return n.rec.Fresh(vip) })
+	}
+	caughtUp := func(time.Time) bool { n.step(vrrp.Event{Kind: vrrp.QueueRead}); return true }
+	if !a.b.Go(n.now, gates, caughtUp) {
+		n.stopBurst(vip, a)
+		return
+	}
 	if a.tries == 0 {
-		gates := func() l2.Gates {
-			return a.b.Ask(func() bool { return n.loop.Wanted(vip) }, n.inst.Leading, func() bool { return n.rec.Fresh(vip) })
-		}
-		caughtUp := func(time.Time) bool { n.step(vrrp.Event{Kind: vrrp.QueueRead}); return true }
-		if !a.b.Go(n.now, gates, caughtUp) {
-			n.stopBurst(vip, a)
-			return
-		}
 		if a.b.Self() {
 			if self := n.inst.Primary(vip); self.IsValid() {
 				if err := n.announce(self); err != nil {

@@ -92,8 +92,9 @@ type Parts struct {
 	Link   <-chan struct{}
 }
 
-// New returns the node made of p, started at now. Its conflict check (if
-// any) starts too: its first round is due at once.
+// New returns the node made of p, started at now. Its first reconcile
+// pass is due at once, and its conflict check (if any) starts: its first
+// round is due at once too.
 func New(p Parts, now time.Time) *Node {
 	n := &Node{inst: p.Inst, status: vrrp.NewElector(p.Inst, p.Log), rec: p.Rec, root: p.Log,
 		guard: p.Guard, known: p.Known, announce: p.Announce, log: p.Log.With("component", "l2", "interface", p.Interface),
@@ -107,7 +108,7 @@ func New(p Parts, now time.Time) *Node {
 	}
 	n.loop = reconcile.NewLoop(n.rec, nil, reconcile.Period,
 		l2.Hooks(bursts{n}, n.log, n.iface, func() { n.due.lapsed = true }))
-	n.due.periodAt = now.Add(reconcile.Period)
+	n.due.pass, n.due.periodAt = true, now.Add(reconcile.Period) // a pass at once: a stale VIP of an earlier run goes
 	n.elect = p.Inst.Node(n.decide, now)
 	n.report(n.elect.Apply(now))
 	return n

@@ -2,6 +2,7 @@ package l2node
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,20 +20,21 @@ import (
 )
 
 var (
-	testVIP  = netip.MustParsePrefix("192.0.2.100/32")
-	testSelf = netip.MustParseAddr("192.0.2.11")
-	errGone  = errors.New("no such interface")
+	testVIP   = netip.MustParsePrefix("192.0.2.100/32")
+	testSelf  = netip.MustParseAddr("192.0.2.11")
+	stronger  = netip.MustParseAddr("192.0.2.12") // another router of the group, priority 200
+	errNoSuch = errors.New("no such interface")
 )
 
-// conn is a transport that sends nowhere and receives nothing; gone makes
-// the interface deleted (Refresh: vrrp.ErrGone).
-type conn struct{ gone bool }
+// conn is a transport that sends nowhere and receives nothing; gone: the
+// interface is deleted (Refresh), down: it has no carrier.
+type conn struct{ gone, down bool }
 
 func (c *conn) Primary() (netip.Addr, error)               { return testSelf, nil }
 func (c *conn) Send(*vrrp.Advertisement, netip.Addr) error { return nil }
 func (c *conn) Pending() bool                              { return false }
 func (c *conn) Close() error                               { return nil }
-func (c *conn) Carrier() (bool, error)                     { return true, nil }
+func (c *conn) Carrier() (bool, error)                     { return !c.down, nil }
 
 func (c *conn) Receive() (vrrp.Advertisement, netip.Addr, error) {
 	return vrrp.Advertisement{}, netip.Addr{}, net.ErrClosed
@@ -45,17 +47,33 @@ func (c *conn) Refresh() (bool, error) {
 	return false, nil
 }
 
-// sent is one announcement the node made, and when.
+// sent is one announcement the node made: the address, and when
+// (harness.since: after a time).
 type sent struct {
 	addr netip.Addr
-	at   time.Duration // since the harness's start
+	at   time.Duration
 }
 
-// harness is a node without a conflict check (one VIP, 192.0.2.11, over a
-// fake kernel) on a fake clock: each call hands it one event at clock and
-// keeps the deadline it returns.
+func (s sent) String() string { return fmt.Sprintf("%v@%v", s.addr, s.at) }
+
+// self and vip are the announcements of our own address and of the VIP at
+// each of at.
+func self(at time.Duration) sent { return sent{testSelf, at} }
+
+func vip(at ...time.Duration) []sent {
+	out := make([]sent, len(at))
+	for k, a := range at {
+		out[k] = sent{testVIP.Addr(), a}
+	}
+	return out
+}
+
+// harness is a node without a conflict check (one VIP; our own address
+// 192.0.2.11) over a fake kernel, on a fake clock: each event is handed
+// at the clock, and the deadline it returns is kept (run wakes it then).
 type harness struct {
 	t     *testing.T
+	cfg   *config.Config
 	n     *Node
 	inst  *vrrp.Instance
 	conn  *conn
@@ -64,13 +82,17 @@ type harness struct {
 	clock time.Time
 	next  time.Time
 	sent  []sent
-	fail  error       // what announcements return
-	read  vrrp.Reader // nil: the clock
-	reads int
+	// failing: how many announcements of the VIP fail next (of our own
+	// address, none).
+	failing int
+	// queued, if set, is what the kernel queued, handed to the node when
+	// the election reads it (the Reader); reads counts the reads.
+	queued func()
+	reads  int
 }
 
-// newHarness starts a node of the configuration with env's settings over
-// the defaults, its primary address found.
+// newHarness starts a node of the defaults with env's settings, its
+// primary address found.
 func newHarness(t *testing.T, env map[string]string) *harness {
 	t.Helper()
 	vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": testVIP.String(), "NOVAEDGE_CP_VIP_INTERFACE": "eth0",
@@ -82,12 +104,12 @@ func newHarness(t *testing.T, env map[string]string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, conn: &conn{}, addrs: reconciletest.New(), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, cfg: cfg, conn: &conn{}, addrs: reconciletest.New(), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	h.clock = h.start
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rec := reconcile.New(h.addrs, cfg.VIPAddress)
 	h.inst = Instance(cfg, false, nil, nil, []vrrp.Transport{h.conn}, log)
-	h.n = New(Parts{Config: cfg, Inst: h.inst, Rec: rec, Announce: h.announce, Log: log}, h.start)
+	h.n = New(Parts{Config: cfg, Interface: cfg.Interface, Inst: h.inst, Rec: reconcile.New(h.addrs, cfg.VIPAddress),
+		Announce: h.announce, Log: log}, h.start)
 	h.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}})
 	return h
 }
@@ -96,19 +118,24 @@ func (h *harness) now() time.Time { return h.clock }
 
 func (h *harness) announce(addr netip.Addr) error {
 	h.sent = append(h.sent, sent{addr, h.clock.Sub(h.start)})
-	return h.fail
+	if addr == testVIP.Addr() && h.failing > 0 {
+		h.failing--
+		return errNoSuch
+	}
+	return nil
 }
 
-func (h *harness) reader() time.Time {
+func (h *harness) read() time.Time {
 	h.reads++
-	if h.read != nil {
-		return h.read()
+	if q := h.queued; q != nil {
+		h.queued = nil
+		q()
 	}
 	return h.clock
 }
 
 // handle hands the node e at the clock.
-func (h *harness) handle(e vrrp.Event) { h.next = h.n.Handle(e, h.now, h.reader) }
+func (h *harness) handle(e vrrp.Event) { h.next = h.n.Handle(e, h.now, h.read) }
 
 // run wakes the node at each deadline it returns up to until, then sets
 // the clock to until.
@@ -132,7 +159,7 @@ func later(a, b time.Time) time.Time {
 }
 
 // master makes the node healthy and wakes it until it leads; it returns
-// when it took over, with the announcements before that forgotten.
+// when it took over.
 func (h *harness) master() time.Time {
 	h.t.Helper()
 	h.handle(vrrp.Event{Kind: vrrp.HealthChanged, Health: health.Transition{State: health.Healthy, Changed: true, Settled: true}})
@@ -146,7 +173,8 @@ func (h *harness) master() time.Time {
 	return h.clock
 }
 
-// since returns the announcements made from at on, as offsets from at.
+// since returns the announcements made from at on, each at its time
+// after at.
 func (h *harness) since(at time.Time) []sent {
 	var out []sent
 	for _, s := range h.sent {
@@ -157,11 +185,338 @@ func (h *harness) since(at time.Time) []sent {
 	return out
 }
 
-func TestProbe(t *testing.T) {
-	h := newHarness(t, nil)
-	took := h.master()
-	h.run(took.Add(time.Minute))
-	t.Logf("took %v sent %v bursts %v", took.Sub(h.start), h.sent, h.n.bursts)
-	_ = l2.RepeatGap
-	_ = slices.Equal[[]int]
+// expect fails the test unless the announcements from at on are want.
+func (h *harness) expect(at time.Time, want []sent, why string) {
+	h.t.Helper()
+	if got := h.since(at); !slices.Equal(got, want) {
+		h.t.Fatalf("%s: announced %v, want %v", why, got, want)
+	}
+}
+
+// adv is an advertisement of our group's VIP with priority and our
+// interval.
+func (h *harness) adv(priority uint8) vrrp.Advertisement {
+	return vrrp.Advertisement{VRID: uint8(h.cfg.VRID), Priority: priority, Interval: vrrp.Centiseconds(h.cfg.AdvertInterval),
+		Addresses: []netip.Addr{testVIP.Addr()}}
+}
+
+// receive hands the node a stronger master's advertisement.
+func (h *harness) receive() {
+	h.handle(vrrp.Event{Kind: vrrp.Received, Adv: h.adv(200), Src: stronger})
+}
+
+// queue makes the kernel's queue hold a stronger master's advertisement
+// until the election reads it: a nested Handle, as the driver's reader
+// hands it.
+func (h *harness) queue() {
+	h.queued = func() { h.n.Handle(vrrp.Event{Kind: vrrp.Received, Adv: h.adv(200), Src: stronger}, h.now, h.read) }
+}
+
+func after(t time.Time, d time.Duration) time.Time { return t.Add(d) }
+
+const (
+	gap = l2.RepeatGap
+	// backupFor is less than a backup waits before it takes over again
+	// (three intervals and the skew, at ADVERT_INTERVAL's default), more
+	// than the handover grace.
+	backupFor = 500 * time.Millisecond
+)
+
+// TestTakeoverBurst: a takeover announces our own address first, then
+// the VIP, GARP_REPEAT times RepeatGap apart; then, with GARP_REFRESH, the
+// VIP every refresh, else nothing more and no burst is left.
+func TestTakeoverBurst(t *testing.T) {
+	for _, c := range []struct {
+		name, repeat, refresh string
+		want                  []sent
+	}{
+		{"repeat 3, no refresh", "3", "0s", append([]sent{self(0)}, vip(0, gap, 2*gap)...)},
+		{"repeat 1, no refresh", "1", "0s", append([]sent{self(0)}, vip(0)...)},
+		{"repeat 2, refresh 10s", "2", "10s", append([]sent{self(0)}, vip(0, gap, gap+10*time.Second, gap+20*time.Second)...)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": c.repeat, "NOVAEDGE_CP_VIP_GARP_REFRESH": c.refresh})
+			took := h.master()
+			h.run(after(took, 25*time.Second))
+			h.expect(took, c.want, "the takeover")
+			if _, running := h.n.bursts[testVIP.Addr()]; running != (c.refresh != "0s") {
+				t.Fatalf("burst left: %v, want one only with a refresh", running)
+			}
+			if h.n.Sent.Load() != uint64(len(c.want)-1) {
+				t.Fatalf("Sent = %d, want %d (the VIP's announcements)", h.n.Sent.Load(), len(c.want)-1)
+			}
+		})
+	}
+}
+
+// TestLinkUpAnnouncesAgain: the link coming up (netlink's LinkUp) makes
+// the held VIP announced again at once, our own address first.
+func TestLinkUpAnnouncesAgain(t *testing.T) {
+	h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "1"})
+	h.run(after(h.master(), 10*time.Second))
+	up := h.clock
+	h.handle(News{Kind: Kernel, Kernel: reconcile.LinkUp}.Event())
+	h.run(after(up, 10*time.Second))
+	h.expect(up, append([]sent{self(0)}, vip(0)...), "the link up")
+}
+
+// TestFailedSendIsRetried: an announcement whose send fails is tried again
+// RetryGap later, SendTries tries in all; one that fails every try counts
+// in SendFailed, one that goes in Sent.
+func TestFailedSendIsRetried(t *testing.T) {
+	retry := l2.RetryGap
+	for _, c := range []struct {
+		name         string
+		failing      int
+		want         []sent
+		sent, failed uint64
+	}{
+		{"goes at the third try", 2, vip(0, retry, 2*retry), 1, 0},
+		{"fails every try", l2.SendTries, vip(0, retry, 2*retry, 3*retry, 4*retry), 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "1"})
+			h.failing = c.failing
+			took := h.master()
+			h.run(after(took, time.Minute))
+			h.expect(took, append([]sent{self(0)}, c.want...), "a failing send")
+			if h.n.Sent.Load() != c.sent || h.n.SendFailed.Load() != c.failed {
+				t.Fatalf("Sent %d, SendFailed %d; want %d, %d", h.n.Sent.Load(), h.n.SendFailed.Load(), c.sent, c.failed)
+			}
+		})
+	}
+}
+
+// TestRetryGoesOnlyWhileLeading: each try of a failed announcement asks
+// the gates again: a node that stepped back while its retry waited (it
+// yielded to a stronger master, the handover grace; it resigned, make
+// before break) still holds the VIP and sends nothing more.
+func TestRetryGoesOnlyWhileLeading(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		failing int
+		env     map[string]string
+		leave   func(*harness)
+	}{
+		{"yielded to a stronger master", 1, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "3"}, (*harness).receive},
+		{"resigned", 3, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "3", "NOVAEDGE_CP_VIP_FAIL_OPEN": "false"}, func(h *harness) {
+			h.handle(vrrp.Event{Kind: vrrp.HealthChanged, Health: health.Transition{State: health.Unhealthy, Changed: true, Settled: true}})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.env)
+			h.failing = c.failing
+			took := h.master()
+			h.run(after(took, l2.RetryGap*3/4)) // the first send failed, its retry waits
+			c.leave(h)
+			if h.inst.Leading() || !h.n.loop.Wanted(testVIP.Addr()) {
+				t.Fatal("want the node a backup still holding the VIP")
+			}
+			left := h.clock
+			h.run(after(left, 400*time.Millisecond))
+			h.expect(left, nil, "after the node stepped back")
+		})
+	}
+}
+
+// TestReleaseEndsAFailingBurst: the election letting the VIP go (the
+// carrier lost; the interface deleted, which takes the VIP with it: the
+// kernel's list fails, no pass removes it) ends its burst, a failed send's
+// retries included: nothing is announced after, though the sends would
+// now go.
+func TestReleaseEndsAFailingBurst(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lose func(*harness)
+	}{
+		{"carrier lost", func(h *harness) { h.conn.down = true }},
+		{"interface deleted", func(h *harness) { h.conn.gone = true; h.addrs.Fail(nil, errNoSuch) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "3"})
+			h.failing = 1000
+			h.run(after(h.master(), l2.RetryGap/2)) // the first send failed, its retry waits
+			released := h.clock
+			c.lose(h)
+			h.handle(News{Kind: LinkChanged}.Event())
+			if h.inst.Leading() || h.n.loop.Wanted(testVIP.Addr()) {
+				t.Fatal("the election did not let the VIP go")
+			}
+			h.failing = 0
+			h.run(after(released, time.Minute))
+			h.expect(released, nil, "after the release")
+			if len(h.n.bursts) != 0 {
+				t.Fatalf("bursts left: %v", h.n.bursts)
+			}
+		})
+	}
+}
+
+// TestLateRepeatReadsTheQueueFirst: a repeat found late (the node not
+// woken for longer than the late-repeat bound) goes only once the
+// election has read what the kernel queued, and only if this node is
+// still the master then; one on time reads nothing. The interval is long
+// so that no timer of the election's reads the queue meanwhile.
+func TestLateRepeatReadsTheQueueFirst(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		late   time.Duration
+		queued bool // a stronger master's advertisement
+		reads  int
+		want   []sent
+	}{
+		{"on time", 0, false, 0, vip(0)},
+		{"late, still the master", 2 * time.Second, false, 1, vip(0)},
+		{"late, a stronger master queued", 2 * time.Second, true, 1, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "2", "NOVAEDGE_CP_VIP_ADVERT_INTERVAL": "10s"})
+			took := h.master()
+			due := h.n.bursts[testVIP.Addr()].due
+			if !due.Equal(after(took, gap)) || !h.next.Equal(due) {
+				t.Fatalf("repeat due at %v, woken at %v; want both %v", due, h.next, after(took, gap))
+			}
+			if c.queued {
+				h.queue()
+			}
+			h.reads = 0
+			h.clock = after(due, c.late)
+			h.handle(vrrp.Event{Kind: vrrp.TimerFired})
+			if h.reads != c.reads {
+				t.Fatalf("the queue read %d times, want %d", h.reads, c.reads)
+			}
+			h.expect(h.clock, c.want, "the repeat")
+			if c.queued && (h.inst.Leading() || !h.n.loop.Wanted(testVIP.Addr())) {
+				t.Fatal("want the node stepped back, the VIP still held (a handover)")
+			}
+		})
+	}
+}
+
+// TestOnlyTheMasterAnnounces: a node that is not the master announces
+// nothing, though it still holds the VIP: a master that yielded to a
+// stronger one (the handover grace), or resigned (make before break). The
+// repeat due meanwhile does not go, nor does a defence.
+func TestOnlyTheMasterAnnounces(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		at    time.Duration // after the takeover, before the repeat
+		leave func(*harness)
+	}{
+		{"yielded to a stronger master", gap - 50*time.Millisecond, (*harness).receive},
+		{"resigned", gap - 300*time.Millisecond, func(h *harness) {
+			h.handle(vrrp.Event{Kind: vrrp.HealthChanged, Health: health.Transition{State: health.Unhealthy, Changed: true, Settled: true}})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "3", "NOVAEDGE_CP_VIP_FAIL_OPEN": "false"})
+			h.run(after(h.master(), c.at))
+			left := h.clock
+			c.leave(h)
+			if h.inst.Leading() || !h.n.loop.Wanted(testVIP.Addr()) {
+				t.Fatal("want the node a backup still holding the VIP")
+			}
+			owners{h.n}.Defend(testVIP.Addr())
+			h.handle(News{Kind: Noted}.Event())
+			h.run(after(left, backupFor)) // past the repeat's time
+			h.expect(left, nil, "after the node stepped back")
+		})
+	}
+}
+
+// TestAgain: the conflict check's notes announce the VIP again, once the
+// election has read what the kernel queued, only from the master: on
+// Contested (another router of our group announced it) only a master
+// established (for 4 advertisement intervals), not one that just took
+// over; on Defend however long it has been the master.
+func TestAgain(t *testing.T) {
+	established := 4 * 200 * time.Millisecond // ADVERT_INTERVAL's default
+	for _, c := range []struct {
+		name   string
+		defend bool
+		at     time.Duration // after the takeover
+		queued bool          // a stronger master's advertisement
+		goes   bool
+	}{
+		{"contested, just took over", false, established - time.Millisecond, false, false},
+		{"contested, established", false, established, false, true},
+		{"contested, established, a stronger master queued", false, established, true, false},
+		{"defend, just took over", true, time.Millisecond, false, true},
+		{"defend, established", true, established, false, true},
+		{"defend, a stronger master queued", true, established, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "1"})
+			h.run(after(h.master(), c.at))
+			noted := h.clock
+			if c.queued {
+				h.queue()
+			}
+			if o := (owners{h.n}); c.defend {
+				o.Defend(testVIP.Addr())
+			} else {
+				o.Contested(testVIP.Addr())
+			}
+			h.handle(News{Kind: Noted}.Event())
+			if c.queued && h.queued != nil {
+				t.Fatal("the note did not have the election read the queue")
+			}
+			var want []sent
+			if c.goes {
+				want = append([]sent{self(0)}, vip(0)...)
+			}
+			h.run(after(noted, backupFor))
+			h.expect(noted, want, "the note")
+		})
+	}
+}
+
+// TestShutDown: shutting down releases every VIP and leaves no burst; the
+// node returns no deadline, then and for every later event, and does
+// nothing more.
+func TestShutDown(t *testing.T) {
+	h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REFRESH": "10s"})
+	h.run(after(h.master(), time.Second))
+	if !h.addrs.Has(testVIP.Addr()) || len(h.n.bursts) == 0 {
+		t.Fatal("want the VIP bound and announced before the shutdown")
+	}
+	h.handle(vrrp.Event{Kind: vrrp.ShutDown})
+	stopped := h.clock
+	if !h.next.IsZero() {
+		t.Fatalf("deadline %v after the shutdown, want none", h.next)
+	}
+	if got, _ := h.addrs.List(); len(got) != 0 || len(h.n.bursts) != 0 {
+		t.Fatalf("after the shutdown: addresses %v, bursts %v; want none", got, h.n.bursts)
+	}
+	for _, e := range []vrrp.Event{
+		{Kind: vrrp.TimerFired},
+		{Kind: vrrp.HealthChanged, Health: health.Transition{State: health.Healthy, Changed: true, Settled: true}},
+		News{Kind: Kernel, Kernel: reconcile.LinkUp}.Event(),
+		{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}},
+	} {
+		h.clock = h.clock.Add(10 * time.Second)
+		if h.handle(e); !h.next.IsZero() {
+			t.Fatalf("%v after the shutdown: deadline %v, want none", e.Kind, h.next)
+		}
+	}
+	if got, _ := h.addrs.List(); len(got) != 0 {
+		t.Fatalf("bound %v after the shutdown", got)
+	}
+	h.expect(stopped, nil, "after the shutdown")
+}
+
+// TestUnknownNewsPanics: news of a kind the node does not know is a bug
+// in its driver: Handle panics.
+func TestUnknownNewsPanics(t *testing.T) {
+	for _, kind := range []NewsKind{0, Kernel + 1} {
+		t.Run(kind.String(), func(t *testing.T) {
+			h := newHarness(t, nil)
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			h.handle(News{Kind: kind}.Event())
+		})
+	}
 }
