@@ -110,14 +110,18 @@ func (o owners) Poke() { o.n.due.pass = true }
 // with what the kernel queued, still has this node as the master holding
 // vip, it announces vip again.
 func (o owners) Contested(vip netip.Addr) {
-	o.n.again(vip, l2.Again{Contest: true}, "Another router of our group announced the VIP: announcing it again")
+	if o.n.again(vip, l2.Again{Contest: true}) {
+		o.n.log.Info("Another router of our group announced the VIP: announcing it again", "address", vip)
+	}
 }
 
 // Defend: this node defends vip against another host's answer (RFC 5227):
 // it announces vip again, as Contested does, however long it has been
 // the master.
 func (o owners) Defend(vip netip.Addr) {
-	o.n.again(vip, l2.Again{}, "Defending the VIP: announcing it again")
+	if o.n.again(vip, l2.Again{}) {
+		o.n.log.Info("Defending the VIP: announcing it again", "address", vip)
+	}
 }
 
 func (o owners) Served(member bool, at time.Time) {
@@ -125,14 +129,14 @@ func (o owners) Served(member bool, at time.Time) {
 }
 
 // again announces vip again once the election has read what the kernel
-// queued, if it goes then (l2.Again.Goes).
-func (n *Node) again(vip netip.Addr, req l2.Again, msg string) {
+// queued, if it goes then (l2.Again.Goes), and says whether it does.
+func (n *Node) again(vip netip.Addr, req l2.Again) bool {
 	n.step(vrrp.Event{Kind: vrrp.QueueRead})
 	if !req.Goes(n.loop.Wanted(vip), n.inst.Leading(), n.inst.Established(n.now())) {
-		return
+		return false
 	}
-	n.log.Info(msg, "address", vip)
 	if n.loop.Again(vip) {
 		n.due.pass = true
 	}
+	return true
 }
