@@ -128,12 +128,9 @@ func Instance(cfg *config.Config, resume bool, guard *acd.Guard, known *acd.Know
 	return vrrp.NewInstance(vcfg, conns, log)
 }
 
-// Election is the node's election, for what its driver reads of it.
+// Election is the node's election, for what its driver reads of it (the
+// simulation's checks: its core's state, priority, master, cause).
 func (n *Node) Election() *vrrp.Node { return n.elect }
-
-// Loop is the node's reconcile loop, for what its driver reads of it
-// (Wanted).
-func (n *Node) Loop() *reconcile.Loop { return n.loop }
 
 // SetGARP changes the announcements per takeover and the refresh period (a
 // reload, from any goroutine): they count from the next announcement, a
