@@ -44,6 +44,7 @@ type daemon struct {
 
 	// timerAt: when the node's timer is set (the deadline it returned).
 	timerAt time.Time
+	depth   int // handle's nesting (read during an event)
 	// checkIdle: the health checker waits for its next check; else a
 	// check started at checkStart waits for its answer. Either is of
 	// generation checkGen (an earlier one is void).
@@ -131,12 +132,18 @@ func (d *daemon) after(dt time.Duration, what string, do func()) {
 }
 
 // handle hands the node an event, as vrrp.Instance.Run does, and sets its
-// timer at the deadline it returns.
+// timer at the deadline it returns. An advertisement read from the queue
+// during another event (read) is handed over at once; the timer is set
+// after the outer event, as Run sets it.
 func (d *daemon) handle(e vrrp.Event) {
 	if !d.alive() {
 		return
 	}
+	d.depth++
 	at := d.node.Handle(e, d.clock, d.read)
+	if d.depth--; d.depth > 0 {
+		return
+	}
 	d.flushProbes()
 	if at.IsZero() || at.Equal(d.timerAt) {
 		return
