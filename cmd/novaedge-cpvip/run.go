@@ -257,7 +257,7 @@ func buildL2(ctx context.Context, cfg *config.Config, log *slog.Logger) (*daemon
 		go acd.WatchKernel(ctx, known, log.With("component", "acd"))
 		go guard.Listen(ctx)
 	}
-	elector := vrrp.NewElector(inst, log)
+	elector := vrrp.NewElector(inst)
 	d := &daemon{agent: &agent.Agent{Health: checker, Elector: node, Log: log},
 		checker: checker, rec: rec, ifname: ifname, vrrp: elector, l2: node, guard: guard}
 	if d.spread = newSpreader(cfg, log); d.spread != nil {

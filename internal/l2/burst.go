@@ -63,10 +63,10 @@ func (b *Burst) Ask(wanted, leading, fresh func() bool) Gates {
 func (b *Burst) Goes(g Gates) bool { return g.Wanted && g.Leading && (b.sent == 0 || g.Fresh) }
 
 // Go says whether the announcement due goes: its gates first (Goes); a
-// repeat found late then waits until the election has read what the
-// kernel queued (caughtUp: false when it cannot wait) and asks its gates
-// again: the election may have made this node a backup meanwhile (a
-// handover keeps the VIP wanted). A burst that does not go is over.
+// repeat found late then has the election read what the kernel queued
+// (caughtUp: false when it cannot) and asks its gates again: the election
+// may have made this node a backup meanwhile (a handover keeps the VIP
+// wanted). A burst that does not go is over.
 func (b *Burst) Go(now func() time.Time, gates func() Gates, caughtUp func(time.Time) bool) bool {
 	if !b.Goes(gates()) {
 		return false
@@ -76,7 +76,8 @@ func (b *Burst) Go(now func() time.Time, gates func() Gates, caughtUp func(time.
 }
 
 // Self says whether the announcement due is the burst's first, which
-// announces our own address first (Options.Self).
+// announces our own address first (a neighbour learns our MAC for it
+// before the VIP's).
 func (b *Burst) Self() bool { return b.sent == 0 }
 
 // Late says whether the announcement due is a repeat more than lateRepeat

@@ -14,7 +14,7 @@ import (
 // TestBurstScripts runs the scripted scenarios in testdata/burst: one
 // VIP's announcement schedule (Burst) on a manual clock, asked what the
 // rest of the node says each time an announcement is due (Gates), asked
-// through Burst.Go as Announcer.burst asks it. Regenerate the expected
+// through Burst.Go as the node (internal/l2node) asks it. Regenerate the expected
 // output with -rewrite.
 //
 //	burst [repeat=N] [gap=D] [refresh=D]     a takeover at 0s (1, RepeatGap, 0)

@@ -9,27 +9,30 @@ import (
 )
 
 // announcing is one VIP's announcements: its burst (l2.Burst), when the
-// next try is due, and how many tries the announcement due has failed.
+// next try is due, whether our own address is still to go first (a
+// takeover's), and how many tries the announcement due has failed.
 type announcing struct {
 	b     *l2.Burst
 	due   time.Time
+	self  bool
 	tries int
 }
 
-// bursts are the node's announcements as the reconcile loop's hooks start
-// and stop them (l2.Hooks).
-type bursts struct{ n *Node }
+// burstHooks are the node's announcements as the reconcile loop's hooks
+// start and stop them (l2.Hooks).
+type burstHooks struct{ n *Node }
 
 // Start begins a new burst of vip, due at once, in place of one running.
-func (b bursts) Start(vip netip.Addr) {
-	now := b.n.now()
-	b.n.bursts[vip] = &announcing{b: l2.NewBurst(now), due: now}
+func (h burstHooks) Start(vip netip.Addr) {
+	now := h.n.now()
+	h.n.bursts[vip] = &announcing{b: l2.NewBurst(now), due: now, self: true}
 }
 
-func (b bursts) Stop(vip netip.Addr) { delete(b.n.bursts, vip) }
+func (h burstHooks) Stop(vip netip.Addr) { delete(h.n.bursts, vip) }
 
 // announceDue makes the announcement of the VIP due first at now (in VIP
-// order at the same time), if any, and says whether there was one.
+// order among those due at the same time), if any, and says whether there
+// was one.
 func (n *Node) announceDue(now time.Time) bool {
 	var first netip.Addr
 	for vip, a := range n.bursts {
@@ -47,49 +50,51 @@ func (n *Node) announceDue(now time.Time) bool {
 
 // announceOne makes vip's announcement due, each try of it asking the
 // gates (l2.Burst.Go; a repeat found late has the election read what the
-// kernel queued first): a burst that does not go is over. A failed send is
-// tried again RetryGap later, SendTries times in all, before it counts as
-// sent-and-failed; a takeover's first try announces our own address first.
+// kernel queued first): a burst that does not go is over. A takeover's
+// first announcement sends our own address of the VIP's family first,
+// then the VIP. A failed send is tried again RetryGap later, SendTries
+// times in all, before it counts as sent-and-failed and the next goes.
 func (n *Node) announceOne(vip netip.Addr, a *announcing) {
 	gates := func() l2.Gates {
 		return a.b.Ask(func() bool { return n.loop.Wanted(vip) }, n.inst.Leading, func() bool { return n.rec.Fresh(vip) })
 	}
 	caughtUp := func(time.Time) bool { n.step(vrrp.Event{Kind: vrrp.QueueRead}); return true }
 	if !a.b.Go(n.now, gates, caughtUp) {
-		n.stopBurst(vip, a)
+		delete(n.bursts, vip)
 		return
 	}
-	if a.tries == 0 {
-		if a.b.Self() {
-			if self := n.inst.Primary(vip); self.IsValid() {
-				if err := n.announce(self); err != nil {
-					n.log.Debug("Announcing our own address failed", "address", self, "error", err)
-				}
-			}
-		}
-	}
-	now := n.now()
-	if err := n.announce(vip); err != nil {
-		if a.tries++; a.tries < l2.SendTries {
-			a.due = now.Add(l2.RetryGap)
+	if self := n.inst.Primary(vip); a.self && self.IsValid() {
+		if !n.try(self, a) {
 			return
 		}
-		n.SendFailed.Add(1)
-		n.log.Warn("Announcing VIP failed", "address", vip, "interface", n.iface, "error", err)
-	} else {
-		n.Sent.Add(1)
-		n.log.Debug("Announced VIP", "address", vip, "interface", n.iface)
 	}
-	a.tries = 0
-	if a.due = a.b.Sent(now, int(n.repeat.Load()), l2.RepeatGap, time.Duration(n.refresh.Load())); a.due.IsZero() {
-		n.stopBurst(vip, a)
+	a.self = false
+	if !n.try(vip, a) {
+		return
+	}
+	if a.due = a.b.Sent(n.now(), int(n.repeat.Load()), l2.RepeatGap, time.Duration(n.refresh.Load())); a.due.IsZero() {
+		delete(n.bursts, vip)
 	}
 }
 
-// stopBurst ends vip's burst a, unless the election's catching up started
-// another meanwhile.
-func (n *Node) stopBurst(vip netip.Addr, a *announcing) {
-	if n.bursts[vip] == a {
-		delete(n.bursts, vip)
+// try sends one announcement of addr and says whether it is over: sent,
+// or failed its last try (counted, logged); false while a retry waits
+// (a.due).
+func (n *Node) try(addr netip.Addr, a *announcing) bool {
+	now := n.now()
+	err := n.announce(addr)
+	switch {
+	case err == nil:
+		n.Sent.Add(1)
+		n.log.Debug("Announced VIP", "address", addr, "interface", n.iface)
+	case a.tries+1 < l2.SendTries:
+		a.tries++
+		a.due = now.Add(l2.RetryGap)
+		return false
+	default:
+		n.SendFailed.Add(1)
+		n.log.Warn("Announcing VIP failed", "address", addr, "interface", n.iface, "error", err)
 	}
+	a.tries = 0
+	return true
 }

@@ -13,8 +13,8 @@ import (
 // News is what the node hears beside the election: a vrrp.Event of kind
 // Beside carries one.
 type News struct {
-	Kind   NewsKind
-	Kernel reconcile.Event // Kernel
+	Kind    NewsKind
+	Netlink reconcile.Event // Kernel
 }
 
 // NewsKind says what a News tells.
@@ -33,7 +33,7 @@ const (
 	// check's probes before it are void.
 	LinkChanged
 	// Kernel: netlink's news of the interface's addresses or link state
-	// (Kernel) for the reconcile loop.
+	// (Netlink) for the reconcile loop.
 	Kernel
 )
 
@@ -66,9 +66,11 @@ func (n *Node) beside(news News) {
 		if n.guard != nil {
 			n.guard.LinkChanged()
 		}
-		n.step(vrrp.Event{Kind: vrrp.LinkNews})
+		if n.started { // else it looks at the link as it starts
+			n.step(vrrp.Event{Kind: vrrp.LinkNews})
+		}
 	case Kernel:
-		n.loop.Told(news.Kernel)
+		n.loop.Told(news.Netlink)
 		n.due.pass = true
 	default:
 		panic(fmt.Sprintf("l2node: unknown news kind %v", news.Kind))

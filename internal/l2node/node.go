@@ -18,13 +18,12 @@ import (
 // bind decision's passes (reconcile.Loop) and the announcements (a
 // l2.Burst a VIP). It takes events with the clock (Handle: vrrp.Driven)
 // and returns when it must be woken next; nothing of it runs in another
-// goroutine, and it polls none. vrrp.Instance.Run drives it with the wall
+// goroutine, and it waits on none. vrrp.Instance.Run drives it with the wall
 // clock, the sockets and netlink (Run); the simulation
 // (internal/testing/sim) drives the same Node with its virtual clock and
 // segment.
 type Node struct {
 	inst     *vrrp.Instance
-	status   *vrrp.Elector // the election's status as the logs say it
 	elect    *vrrp.Node
 	rec      *reconcile.Reconciler
 	loop     *reconcile.Loop
@@ -51,9 +50,13 @@ type Node struct {
 	read  vrrp.Reader
 	depth int // Handle's nesting: an event read from the kernel's queue during another
 
-	due        due
-	bursts     map[netip.Addr]*announcing
-	held       map[netip.Prefix]bool // the election's latest word (the logs say a change)
+	due    due
+	bursts map[netip.Addr]*announcing
+	held   map[netip.Prefix]bool // the election's latest word (the logs say a change)
+	// started: the election's primaries are found (PrimariesFound); before,
+	// only the reconcile passes and the announcements run, and the
+	// election's events wait (vrrp.Instance.Run).
+	started    bool
 	shutDown   bool
 	Sent       atomic.Uint64 // single announcements sent
 	SendFailed atomic.Uint64 // single announcements that failed every try
@@ -92,23 +95,23 @@ type Parts struct {
 	Link   <-chan struct{}
 }
 
-// New returns the node made of p, started at now. Its first reconcile
-// pass is due at once, and its conflict check (if any) starts: its first
-// round is due at once too.
+// New returns the node made of p at now. Its first reconcile pass runs at
+// its first event (a stale VIP of an earlier run goes; one kept, found
+// bound at start, has its lifetime renewal set); its conflict
+// check (if any) starts once the election's primaries are found, as the
+// election's readers do.
 func New(p Parts, now time.Time) *Node {
-	n := &Node{inst: p.Inst, status: vrrp.NewElector(p.Inst, p.Log), rec: p.Rec, root: p.Log,
+	n := &Node{inst: p.Inst, rec: p.Rec, root: p.Log,
 		guard: p.Guard, known: p.Known, announce: p.Announce, log: p.Log.With("component", "l2", "interface", p.Interface),
 		iface: p.Interface, reported: p.Reported, kernel: p.Kernel, link: p.Link, bursts: map[netip.Addr]*announcing{}, held: map[netip.Prefix]bool{},
 		now: func() time.Time { return now }, read: func() time.Time { return now }}
 	n.SetGARP(p.Config.GARPRepeat, p.Config.GARPRefresh)
 	if n.guard != nil {
 		n.rec.SetCheck(n.guard)
-		n.guard.Start()
-		n.due.round = true
 	}
 	n.loop = reconcile.NewLoop(n.rec, nil, reconcile.Period,
-		l2.Hooks(bursts{n}, n.log, n.iface, func() { n.due.lapsed = true }))
-	n.due.pass, n.due.periodAt = true, now.Add(reconcile.Period) // a pass at once: a stale VIP of an earlier run goes
+		l2.Hooks(burstHooks{n}, n.log, n.iface, func() { n.due.lapsed = true }))
+	n.due.pass, n.due.periodAt = true, now.Add(reconcile.Period)
 	n.elect = p.Inst.Node(n.decide, now)
 	n.report(n.elect.Apply(now))
 	return n
@@ -159,6 +162,9 @@ func (n *Node) Handle(e vrrp.Event, now func() time.Time, read vrrp.Reader) time
 	switch e.Kind {
 	case vrrp.TimerFired:
 		n.timers(now())
+	case vrrp.Started:
+	case vrrp.PrimariesFound:
+		n.start(e)
 	case vrrp.Beside:
 		n.beside(e.Beside.(News))
 	case vrrp.ShutDown:
@@ -186,9 +192,21 @@ func (n *Node) report(effects []vrrp.Effect) {
 	}
 }
 
-// timers marks what is due at now; the election's timer runs at once.
+// start takes the election's primaries: its events run from now on, and
+// the conflict check starts (its first round at once).
+func (n *Node) start(e vrrp.Event) {
+	n.started = true
+	if n.guard != nil {
+		n.guard.Start()
+		n.due.round = true
+	}
+	n.step(e)
+}
+
+// timers marks what is due at now; the election's timer (once started)
+// runs at once.
 func (n *Node) timers(now time.Time) {
-	if at := n.elect.Core().Deadline(); !at.IsZero() && !now.Before(at) {
+	if at := n.elect.Core().Deadline(); n.started && !at.IsZero() && !now.Before(at) {
 		n.step(vrrp.Event{Kind: vrrp.TimerFired})
 	}
 	d := &n.due
@@ -220,7 +238,7 @@ func (n *Node) flush() {
 			renewing := d.renew && !d.pass
 			d.pass, d.renew = false, false
 			d.renewAt = n.loop.Wake(renewing)
-		case d.lapsed:
+		case d.lapsed && n.started:
 			d.lapsed = false
 			n.step(vrrp.Event{Kind: vrrp.LifetimeLapsed})
 		case n.announceDue(n.now()):
@@ -252,7 +270,7 @@ func (n *Node) deadline() time.Time {
 // releases it at the pass it makes due.
 func (n *Node) decide(vip netip.Prefix, hold bool) {
 	if hold && !n.held[vip] { // not for a re-announcement of a VIP held already
-		if keeping, why := n.status.FailOpen(); keeping {
+		if keeping, why := n.inst.Status().FailOpen(); keeping {
 			n.root.Warn("No node is healthy: keeping the VIP (fail open)", "vip", vip, "vrrp", "master", "reason", why)
 		} else {
 			n.root.Info("API server is healthy, binding VIP", "vip", vip, "vrrp", "master")

@@ -1,6 +1,7 @@
 package l2node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,18 +84,29 @@ type harness struct {
 	clock time.Time
 	next  time.Time
 	sent  []sent
-	// failing: how many announcements of the VIP fail next (of our own
-	// address, none).
-	failing int
+	// failing, failingSelf: how many announcements of the VIP, of our own
+	// address, fail next.
+	failing, failingSelf int
 	// queued, if set, is what the kernel queued, handed to the node when
 	// the election reads it (the Reader); reads counts the reads.
 	queued func()
 	reads  int
+	// kernel and link are netlink's news for the node's feed.
+	kernel chan reconcile.Event
+	link   chan struct{}
 }
 
 // newHarness starts a node of the defaults with env's settings, its
 // primary address found.
 func newHarness(t *testing.T, env map[string]string) *harness {
+	h := newUnstarted(t, env)
+	h.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}})
+	return h
+}
+
+// newUnstarted makes a node of the defaults with env's settings whose
+// primary address is not found yet.
+func newUnstarted(t *testing.T, env map[string]string, bound ...netip.Prefix) *harness {
 	t.Helper()
 	vars := map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": testVIP.String(), "NOVAEDGE_CP_VIP_INTERFACE": "eth0",
 		"NOVAEDGE_CP_VIP_CONFLICT_CHECK": "false"}
@@ -104,13 +117,12 @@ func newHarness(t *testing.T, env map[string]string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, cfg: cfg, conn: &conn{}, addrs: reconciletest.New(), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &harness{t: t, cfg: cfg, conn: &conn{}, kernel: make(chan reconcile.Event, 1), link: make(chan struct{}, 1), addrs: reconciletest.New(bound...), start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	h.clock = h.start
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h.inst = Instance(cfg, false, nil, nil, []vrrp.Transport{h.conn}, log)
 	h.n = New(Parts{Config: cfg, Interface: cfg.Interface, Inst: h.inst, Rec: reconcile.New(h.addrs, cfg.VIPAddress),
-		Announce: h.announce, Log: log}, h.start)
-	h.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}})
+		Announce: h.announce, Log: log, Kernel: h.kernel, Link: h.link}, h.start)
 	return h
 }
 
@@ -118,8 +130,12 @@ func (h *harness) now() time.Time { return h.clock }
 
 func (h *harness) announce(addr netip.Addr) error {
 	h.sent = append(h.sent, sent{addr, h.clock.Sub(h.start)})
-	if addr == testVIP.Addr() && h.failing > 0 {
-		h.failing--
+	fails := &h.failing
+	if addr == testSelf {
+		fails = &h.failingSelf
+	}
+	if *fails > 0 {
+		*fails--
 		return errNoSuch
 	}
 	return nil
@@ -242,8 +258,8 @@ func TestTakeoverBurst(t *testing.T) {
 			if _, running := h.n.bursts[testVIP.Addr()]; running != (c.refresh != "0s") {
 				t.Fatalf("burst left: %v, want one only with a refresh", running)
 			}
-			if h.n.Sent.Load() != uint64(len(c.want)-1) {
-				t.Fatalf("Sent = %d, want %d (the VIP's announcements)", h.n.Sent.Load(), len(c.want)-1)
+			if h.n.Sent.Load() != uint64(len(c.want)) {
+				t.Fatalf("Sent = %d, want %d (each announcement, our own address's too)", h.n.Sent.Load(), len(c.want))
 			}
 		})
 	}
@@ -255,31 +271,36 @@ func TestLinkUpAnnouncesAgain(t *testing.T) {
 	h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "1"})
 	h.run(after(h.master(), 10*time.Second))
 	up := h.clock
-	h.handle(News{Kind: Kernel, Kernel: reconcile.LinkUp}.Event())
+	h.handle(News{Kind: Kernel, Netlink: reconcile.LinkUp}.Event())
 	h.run(after(up, 10*time.Second))
 	h.expect(up, append([]sent{self(0)}, vip(0)...), "the link up")
 }
 
 // TestFailedSendIsRetried: an announcement whose send fails is tried again
 // RetryGap later, SendTries tries in all; one that fails every try counts
-// in SendFailed, one that goes in Sent.
+// in SendFailed, one that goes in Sent. Our own address, first in a
+// takeover, is retried the same way before the VIP goes (the link-local
+// address still tentative after link up).
 func TestFailedSendIsRetried(t *testing.T) {
 	retry := l2.RetryGap
 	for _, c := range []struct {
-		name         string
-		failing      int
-		want         []sent
-		sent, failed uint64
+		name                 string
+		failingSelf, failing int
+		want                 []sent
+		sent, failed         uint64
 	}{
-		{"goes at the third try", 2, vip(0, retry, 2*retry), 1, 0},
-		{"fails every try", l2.SendTries, vip(0, retry, 2*retry, 3*retry, 4*retry), 0, 1},
+		{"goes at the third try", 0, 2, append([]sent{self(0)}, vip(0, retry, 2*retry)...), 2, 0},
+		{"fails every try", 0, l2.SendTries, append([]sent{self(0)}, vip(0, retry, 2*retry, 3*retry, 4*retry)...), 1, 1},
+		{"our own address at the second try", 1, 0, []sent{self(0), self(retry), {testVIP.Addr(), retry}}, 2, 0},
+		{"our own address fails every try", l2.SendTries, 0,
+			append([]sent{self(0), self(retry), self(2 * retry), self(3 * retry), self(4 * retry)}, vip(4*retry)...), 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, map[string]string{"NOVAEDGE_CP_VIP_GARP_REPEAT": "1"})
-			h.failing = c.failing
+			h.failing, h.failingSelf = c.failing, c.failingSelf
 			took := h.master()
 			h.run(after(took, time.Minute))
-			h.expect(took, append([]sent{self(0)}, c.want...), "a failing send")
+			h.expect(took, c.want, "a failing send")
 			if h.n.Sent.Load() != c.sent || h.n.SendFailed.Load() != c.failed {
 				t.Fatalf("Sent %d, SendFailed %d; want %d, %d", h.n.Sent.Load(), h.n.SendFailed.Load(), c.sent, c.failed)
 			}
@@ -491,7 +512,7 @@ func TestShutDown(t *testing.T) {
 	for _, e := range []vrrp.Event{
 		{Kind: vrrp.TimerFired},
 		{Kind: vrrp.HealthChanged, Health: health.Transition{State: health.Healthy, Changed: true, Settled: true}},
-		News{Kind: Kernel, Kernel: reconcile.LinkUp}.Event(),
+		News{Kind: Kernel, Netlink: reconcile.LinkUp}.Event(),
 		{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}},
 	} {
 		h.clock = h.clock.Add(10 * time.Second)
@@ -518,5 +539,83 @@ func TestUnknownNewsPanics(t *testing.T) {
 			}()
 			h.handle(News{Kind: kind}.Event())
 		})
+	}
+}
+
+// TestBeforeThePrimaries: until the election's primaries are found its
+// events wait, but the reconcile passes run from the first event (a stale
+// VIP of an earlier run goes) and the link's news reaches only the
+// conflict check; the election looks at the link as it starts.
+func TestBeforeThePrimaries(t *testing.T) {
+	h := newUnstarted(t, nil, testVIP)
+	h.conn.down = true
+	h.handle(vrrp.Event{Kind: vrrp.Started})
+	if h.addrs.Has(testVIP.Addr()) {
+		t.Fatal("a stale VIP is still bound after the first event")
+	}
+	h.handle(News{Kind: LinkChanged}.Event())
+	h.run(after(h.start, 10*time.Second))
+	if st := h.n.elect.Core().State(); st == vrrp.Fault {
+		t.Fatalf("the election stepped before its primaries: %v", st)
+	}
+	h.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: []netip.Addr{testSelf}})
+	if st := h.n.elect.Core().State(); st != vrrp.Fault {
+		t.Fatalf("state %v as it starts without carrier, want fault", st)
+	}
+}
+
+// TestFeedTellsTheLinkFirst: netlink tells of the link itself before its
+// news of the addresses (ifaddr.Watch); the feed keeps that order though
+// both wait, so the election and the conflict check look at an interface
+// made again before a pass binds on it.
+func TestFeedTellsTheLinkFirst(t *testing.T) {
+	for range 50 {
+		h := newHarness(t, nil)
+		h.link <- struct{}{}
+		h.kernel <- reconcile.LinkUp
+		ctx, cancel := context.WithCancel(context.Background())
+		feed := h.n.feed(ctx)
+		first, second := (<-feed).Beside.(News), (<-feed).Beside.(News)
+		cancel()
+		if first.Kind != LinkChanged || second.Kind != Kernel || second.Netlink != reconcile.LinkUp {
+			t.Fatalf("the feed handed %v then %v, want the link changed, then the kernel's link up", first, second)
+		}
+	}
+}
+
+// TestResumedVIPRenewedBeforeThePrimaries: a VIP found bound at start (an
+// earlier run killed) is kept until the first health verdict; the node's
+// first event passes over it, and its lifetime is renewed a quarter of a
+// renewal period later (reconcile.Reconciler.RenewAt), before the
+// election's primaries are found.
+func TestResumedVIPRenewedBeforeThePrimaries(t *testing.T) {
+	cfg, err := config.LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": testVIP.String(), "NOVAEDGE_CP_VIP_INTERFACE": "eth0",
+		"NOVAEDGE_CP_VIP_CONFLICT_CHECK": "false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, start := reconciletest.New(testVIP), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := reconcile.New(addrs, cfg.VIPAddress)
+	clock := start
+	rec.SetLifetime(Lifetime(cfg), func() time.Time { return clock })
+	resume, err := rec.Resume(false)
+	if err != nil || !resume {
+		t.Fatalf("resume %v, %v", resume, err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	n := New(Parts{Config: cfg, Interface: "eth0", Inst: Instance(cfg, true, nil, nil, []vrrp.Transport{&conn{}}, log), Rec: rec,
+		Announce: func(netip.Addr) error { return nil }, Log: log}, start)
+	now := func() time.Time { return clock }
+	next := n.Handle(vrrp.Event{Kind: vrrp.Started}, now, now)
+	if want := start.Add(Lifetime(cfg).Renew / 4); next.After(want) {
+		t.Fatalf("woken next at %v, after the renewal due at %v", next.Sub(start), want.Sub(start))
+	}
+	clock = next
+	n.Handle(vrrp.Event{Kind: vrrp.TimerFired}, now, now)
+	if got := addrs.Take(); !slices.ContainsFunc(got, func(m string) bool { return strings.HasPrefix(m, "add "+testVIP.String()+" for ") }) {
+		t.Fatalf("kernel calls %v: the kept VIP's lifetime not renewed", got)
+	}
+	if !addrs.Has(testVIP.Addr()) {
+		t.Fatal("the kept VIP was removed")
 	}
 }

@@ -55,14 +55,32 @@ func (n *Node) feed(ctx context.Context) <-chan vrrp.Event {
 					kernel = nil
 					continue
 				}
-				news = News{Kind: Kernel, Kernel: ev}
+				news = News{Kind: Kernel, Netlink: ev}
+				// netlink tells of the link itself before its news for
+				// the addresses: the election and the conflict check look
+				// at an interface made again before a pass binds on it.
+				select {
+				case <-link:
+					if !send(ctx, out, News{Kind: LinkChanged}) {
+						return
+					}
+				default:
+				}
 			}
-			select {
-			case out <- news.Event():
-			case <-ctx.Done():
+			if !send(ctx, out, news) {
 				return
 			}
 		}
 	}()
 	return out
+}
+
+// send hands news to the node; false once ctx ended.
+func send(ctx context.Context, out chan<- vrrp.Event, news News) bool {
+	select {
+	case out <- news.Event():
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

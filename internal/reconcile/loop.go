@@ -47,7 +47,10 @@ type Hooks struct {
 const Period = 5 * time.Second
 
 // Loop runs the reconcile step whenever the desired set changes, the kernel
-// reports a change, and every period. One goroutine (Run) owns the Reconciler.
+// reports a change, and every period. One goroutine (Run) owns the
+// Reconciler; or a driver of its own (internal/l2node) that calls Wake and
+// Told itself, after the words it changes (Set, Hold, Again): their wake-up
+// is Run's only.
 type Loop struct {
 	rec    *Reconciler
 	events <-chan Event

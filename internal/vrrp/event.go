@@ -46,12 +46,15 @@ const (
 	// Beside: an event of the node around the election (Beside), from
 	// Run's feed; the election alone has none.
 	Beside
+	// Started: the driver's loop runs (before the primaries are found):
+	// nothing for the election, whose events wait for its primaries.
+	Started
 )
 
 var eventNames = [...]string{TimerFired: "timer fired", Received: "received", HealthChanged: "health changed",
 	PriorityReloaded: "priority reloaded", PreemptReloaded: "preempt reloaded", SettleReloaded: "settle reloaded",
 	Answered: "answered", LifetimeLapsed: "lifetime lapsed", LinkNews: "link news", ShutDown: "shut down",
-	PrimariesFound: "primaries found", QueueRead: "queue read", Beside: "beside"}
+	PrimariesFound: "primaries found", QueueRead: "queue read", Beside: "beside", Started: "started"}
 
 // String names the kind.
 func (k EventKind) String() string {
@@ -136,6 +139,7 @@ func (n *Node) Step(e Event, now func() time.Time, read Reader) []Effect {
 		n.primaries(e.Primaries, now())
 	case QueueRead:
 		read()
+	case Started:
 	default:
 		panic(fmt.Sprintf("vrrp: unknown event kind %v", e.Kind))
 	}

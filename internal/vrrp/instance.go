@@ -216,6 +216,12 @@ func (i *Instance) Primary(family netip.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
+// FailOpen says whether the node holds the VIP only because no node is
+// healthy (master with the fail-open priority), and why it is unhealthy.
+func (s Status) FailOpen() (bool, string) {
+	return s.State == Master && s.Priority == FailOpenPriority, s.Failing
+}
+
 // Status returns a snapshot.
 func (i *Instance) Status() Status {
 	i.mu.Lock()
@@ -255,24 +261,25 @@ type packet struct {
 // Run drives d (the election, or the node around it) until ctx ends: the
 // transports' readers, the interface's news (RefreshEvery), health,
 // reloads, what feed brings (Beside events of d's own) and one timer at
-// d's deadline. It first waits for the transports' source addresses
-// (PrimariesFound). On return d has shut down (ShutDown: a master sent
-// priority 0) and the transports are closed. Every decision is d's; Run
-// feeds it the wall clock, the network and the interface.
+// d's deadline. The election's events wait until the transports have
+// their source addresses (PrimariesFound, then the readers start); what
+// feed brings and d's timer run from the start (Started). On return d has
+// shut down (ShutDown: a master sent priority 0) and the transports are
+// closed. Every decision is d's; Run feeds it the wall clock, the network
+// and the interface.
 func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
-	ps := make([]netip.Addr, len(i.conns))
-	for k := range i.conns {
-		ps[k] = i.waitPrimary(ctx, i.conns[k])
-	}
+	found := make(chan []netip.Addr, 1)
+	go func() {
+		ps := make([]netip.Addr, len(i.conns))
+		for k := range i.conns {
+			ps[k] = i.waitPrimary(ctx, i.conns[k])
+		}
+		found <- ps
+	}()
 	packets := make(chan packet, 16)
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	read := func() time.Time { i.drain(packets, d); return time.Now() }
-	next := d.Handle(Event{Kind: PrimariesFound, Primaries: ps}, time.Now, read)
-	for k := range i.conns {
-		readers.Add(1)
-		go func() { defer readers.Done(); i.read(k, packets, stop) }()
-	}
 	// Timers on timerfds (quietio.Timer): a runtime timer costs the idle
 	// daemon about six wake-ups each time it fires, and a master fires one
 	// for every advertisement.
@@ -280,11 +287,26 @@ func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
 	defer timer.Close()
 	refresh := quietio.NewTicker(RefreshEvery)
 	defer refresh.Close()
+	// The election's inputs, nil until the primaries are found.
+	var ticks <-chan struct{}
+	var healths <-chan health.Transition
+	var bases <-chan uint8
+	var preempts <-chan bool
+	var settles <-chan time.Duration
+	next := d.Handle(Event{Kind: Started}, time.Now, read)
 	for {
 		resetTimer(timer, next)
 		var e Event
 		select {
-		case <-refresh.C():
+		case ps := <-found:
+			found = nil
+			e = Event{Kind: PrimariesFound, Primaries: ps}
+			for k := range i.conns {
+				readers.Add(1)
+				go func() { defer readers.Done(); i.read(k, packets, stop) }()
+			}
+			ticks, healths, bases, preempts, settles = refresh.C(), i.health, i.base, i.preempt, i.settle
+		case <-ticks:
 			e = Event{Kind: LinkNews}
 		case <-ctx.Done():
 			d.Handle(Event{Kind: ShutDown}, time.Now, read)
@@ -294,13 +316,13 @@ func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
 			}
 			readers.Wait()
 			return
-		case on := <-i.preempt:
+		case on := <-preempts:
 			e = Event{Kind: PreemptReloaded, Preempt: on}
-		case s := <-i.settle:
+		case s := <-settles:
 			e = Event{Kind: SettleReloaded, Settle: s}
-		case tr := <-i.health:
+		case tr := <-healths:
 			e = Event{Kind: HealthChanged, Health: tr}
-		case p := <-i.base:
+		case p := <-bases:
 			e = Event{Kind: PriorityReloaded, Priority: p}
 		case p := <-packets:
 			e = Event{Kind: Received, Adv: p.adv, Src: p.src}
@@ -434,11 +456,16 @@ func (i *Instance) dropForeign(a Advertisement, src netip.Addr) {
 	}
 }
 
-// send advertises priority for every VIP, each over its family's transport.
+// send advertises priority for every VIP, each over its family's
+// transport, once its source address is found.
 func (i *Instance) send(priority uint8) {
 	for k, conn := range i.conns {
+		src := i.primaries[k].Load()
+		if src == nil {
+			continue
+		}
 		adv := i.cfg.Advertisement(priority, k)
-		if err := conn.Send(&adv, *i.primaries[k].Load()); err != nil {
+		if err := conn.Send(&adv, *src); err != nil {
 			if i.sendErrs.Add(1) == 1 || i.sendErrs.Load()%100 == 0 {
 				i.log.Warn("Sending VRRP advertisement failed", "error", err, "failures", i.sendErrs.Load())
 			}

@@ -180,7 +180,7 @@ func (d *daemon) news() {
 // kernelNews is netlink's news of the interface's addresses for the
 // reconcile loop.
 func (d *daemon) kernelNews(ev reconcile.Event) {
-	d.handle(l2node.News{Kind: l2node.Kernel, Kernel: ev}.Event())
+	d.handle(l2node.News{Kind: l2node.Kernel, Netlink: ev}.Event())
 }
 
 // announce is one announcement on the segment (l2.Send): it fails while
@@ -290,8 +290,8 @@ func (d *daemon) refresh() {
 }
 
 // linkChanged is netlink's news of the interface: the identity learns the
-// new MAC (acd.WatchKernel), the reconcile loop hears the link came up,
-// the node that the link changed; the conflict check's readers open their
+// new MAC (acd.WatchKernel), the node that the link changed, then the
+// reconcile loop that it came up; the conflict check's readers open their
 // wires on an interface made again.
 func (d *daemon) linkChanged() {
 	h := d.h
@@ -299,10 +299,10 @@ func (d *daemon) linkChanged() {
 		d.known.SetLink(h.index, h.mac)
 		d.news()
 	}
+	d.handle(l2node.News{Kind: l2node.LinkChanged}.Event()) // netlink tells of the link first (ifaddr.Watch)
 	if h.linked() {
 		d.kernelNews(reconcile.LinkUp)
 	}
-	d.handle(l2node.News{Kind: l2node.LinkChanged}.Event())
 	if d.guard != nil && h.iface && h.index != d.wireIndex {
 		d.attachWires()
 	}
