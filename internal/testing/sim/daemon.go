@@ -106,6 +106,7 @@ func (h *host) start() *daemon {
 	if d.guard != nil {
 		d.attachWires()
 	}
+	d.handle(vrrp.Event{Kind: vrrp.Started}) // vrrp.Instance.Run: its loop runs, then the primaries are found
 	d.handle(vrrp.Event{Kind: vrrp.PrimariesFound, Primaries: primaries})
 	d.judge = health.NewJudge(h.cfg.FailThreshold, h.cfg.RiseThreshold)
 	if h.role == keepalived {
