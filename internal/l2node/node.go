@@ -251,11 +251,14 @@ func (n *Node) flush() {
 // deadline is when the node must be woken next: the soonest of its
 // parts' timers.
 func (n *Node) deadline() time.Time {
-	next := n.elect.Core().Deadline()
+	var next time.Time
 	soonest := func(at time.Time) {
 		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
+	}
+	if n.started { // else its timer waits with its other events (timers)
+		soonest(n.elect.Core().Deadline())
 	}
 	soonest(n.due.roundAt)
 	soonest(n.due.renewAt)

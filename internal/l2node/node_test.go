@@ -618,4 +618,13 @@ func TestResumedVIPRenewedBeforeThePrimaries(t *testing.T) {
 	if !addrs.Has(testVIP.Addr()) {
 		t.Fatal("the kept VIP was removed")
 	}
+	// The election's timer (its resume wait) waits with its other events:
+	// the node never asks to be woken at a time already past.
+	for end := start.Add(10 * time.Second); clock.Before(end); {
+		next := n.Handle(vrrp.Event{Kind: vrrp.TimerFired}, now, now)
+		if !next.After(clock) {
+			t.Fatalf("at %v the node asks to be woken at %v: it would spin", clock.Sub(start), next.Sub(start))
+		}
+		clock = next
+	}
 }
