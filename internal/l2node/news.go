@@ -82,7 +82,7 @@ func (n *Node) beside(news News) {
 // its owner (Relay). Its driver's news say the same when they come from
 // another goroutine; here the node hears what its own calls caused.
 func (n *Node) listen() {
-	if n.guard == nil {
+	if n.guard == nil || !n.started { // it starts with the election (start)
 		return
 	}
 	select {

@@ -54,8 +54,10 @@ type Node struct {
 	bursts map[netip.Addr]*announcing
 	held   map[netip.Prefix]bool // the election's latest word (the logs say a change)
 	// started: the election's primaries are found (PrimariesFound); before,
-	// only the reconcile passes and the announcements run, and the
-	// election's events wait (vrrp.Instance.Run).
+	// the reconcile passes, the announcements and the election's timer (a
+	// resume's wait: a VIP kept from a killed run goes when it ends) run,
+	// the election's other events and the conflict check wait
+	// (vrrp.Instance.Run).
 	started    bool
 	shutDown   bool
 	Sent       atomic.Uint64 // single announcements sent
@@ -203,10 +205,9 @@ func (n *Node) start(e vrrp.Event) {
 	n.step(e)
 }
 
-// timers marks what is due at now; the election's timer (once started)
-// runs at once.
+// timers marks what is due at now; the election's timer runs at once.
 func (n *Node) timers(now time.Time) {
-	if at := n.elect.Core().Deadline(); n.started && !at.IsZero() && !now.Before(at) {
+	if at := n.elect.Core().Deadline(); !at.IsZero() && !now.Before(at) {
 		n.step(vrrp.Event{Kind: vrrp.TimerFired})
 	}
 	d := &n.due
@@ -231,7 +232,7 @@ func (n *Node) flush() {
 		n.listen()
 		d := &n.due
 		switch {
-		case d.round:
+		case d.round && n.started:
 			d.round = false
 			d.roundAt = n.guard.Round()
 		case d.pass || d.renew:
@@ -251,14 +252,11 @@ func (n *Node) flush() {
 // deadline is when the node must be woken next: the soonest of its
 // parts' timers.
 func (n *Node) deadline() time.Time {
-	var next time.Time
+	next := n.elect.Core().Deadline()
 	soonest := func(at time.Time) {
 		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
-	}
-	if n.started { // else its timer waits with its other events (timers)
-		soonest(n.elect.Core().Deadline())
 	}
 	soonest(n.due.roundAt)
 	soonest(n.due.renewAt)

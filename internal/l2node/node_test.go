@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/novaedge/cpvip/internal/acd"
 	"github.com/novaedge/cpvip/internal/config"
 	"github.com/novaedge/cpvip/internal/health"
 	"github.com/novaedge/cpvip/internal/l2"
@@ -587,7 +588,8 @@ func TestFeedTellsTheLinkFirst(t *testing.T) {
 // earlier run killed) is kept until the first health verdict; the node's
 // first event passes over it, and its lifetime is renewed a quarter of a
 // renewal period later (reconcile.Reconciler.RenewAt), before the
-// election's primaries are found.
+// election's primaries are found. With no verdict within the resume's
+// wait (three intervals) it goes, primaries or not.
 func TestResumedVIPRenewedBeforeThePrimaries(t *testing.T) {
 	cfg, err := config.LoadMap(map[string]string{"NOVAEDGE_CP_VIP_ADDRESS": testVIP.String(), "NOVAEDGE_CP_VIP_INTERFACE": "eth0",
 		"NOVAEDGE_CP_VIP_CONFLICT_CHECK": "false"})
@@ -618,13 +620,46 @@ func TestResumedVIPRenewedBeforeThePrimaries(t *testing.T) {
 	if !addrs.Has(testVIP.Addr()) {
 		t.Fatal("the kept VIP was removed")
 	}
-	// The election's timer (its resume wait) waits with its other events:
-	// the node never asks to be woken at a time already past.
-	for end := start.Add(10 * time.Second); clock.Before(end); {
+	// The node never asks to be woken at a time already past.
+	for end := start.Add(3*cfg.AdvertInterval + time.Second); clock.Before(end); {
 		next := n.Handle(vrrp.Event{Kind: vrrp.TimerFired}, now, now)
 		if !next.After(clock) {
 			t.Fatalf("at %v the node asks to be woken at %v: it would spin", clock.Sub(start), next.Sub(start))
 		}
 		clock = next
 	}
+	if addrs.Has(testVIP.Addr()) {
+		t.Fatal("the kept VIP is still bound past the resume's wait, with no verdict")
+	}
 }
+
+// TestNoRoundBeforeThePrimaries: the conflict check starts with the
+// election (PrimariesFound); a wire its reader attached before that (a
+// wake-up) asks for no round, and the node is not woken again and again.
+func TestNoRoundBeforeThePrimaries(t *testing.T) {
+	h := newUnstarted(t, nil)
+	clock := h.start
+	now := func() time.Time { return clock }
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	known := acd.NewKnown(nil, now, func(netip.Addr) {})
+	g := acd.NewGuard([]netip.Addr{testVIP.Addr()}, nil, known, now, log)
+	Guard(g, h.cfg)
+	n := New(Parts{Config: h.cfg, Interface: "eth0", Inst: Instance(h.cfg, false, g, known, []vrrp.Transport{&conn{}}, log),
+		Rec: reconcile.New(reconciletest.New(), h.cfg.VIPAddress), Guard: g, Known: known, Announce: func(netip.Addr) error { return nil }, Log: log}, clock)
+	g.Attach(testVIP.Addr(), nopWire{})
+	next := n.Handle(vrrp.Event{Kind: vrrp.Started}, now, now)
+	for end := clock.Add(10 * time.Second); clock.Before(end); {
+		if !next.After(clock) {
+			t.Fatalf("at %v the node asks to be woken at %v: it would spin", clock.Sub(h.start), next.Sub(h.start))
+		}
+		clock = next
+		next = n.Handle(vrrp.Event{Kind: vrrp.TimerFired}, now, now)
+	}
+}
+
+// nopWire is a conflict-check wire that probes nowhere and reads nothing.
+type nopWire struct{}
+
+func (nopWire) Probe() error             { return nil }
+func (nopWire) Read() (acd.Claim, error) { return acd.Claim{}, net.ErrClosed }
+func (nopWire) Close() error             { return nil }

@@ -26,7 +26,7 @@ type Conn struct {
 	v6      bool
 	peers   []netip.Addr    // unicast mode when not empty
 	exclude []netip.Addr    // the VIPs: never our primary address
-	nl      *netlink.Handle // for Primary: the instance's goroutine only
+	nl      *netlink.Handle // for Primary: one goroutine at a time (Instance.Run's wait for it, then its loop)
 	ctl     int             // a socket for SIOCGIFINDEX, for Refresh
 
 	mu     sync.Mutex

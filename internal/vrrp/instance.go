@@ -149,7 +149,7 @@ func NewInstance(cfg Config, conns []Transport, log *slog.Logger) *Instance {
 
 // healthQueue is how many health transitions wait for Run at most: a
 // check's transition comes every 100 ms at the fastest, and Run takes each
-// at once unless the process does not run.
+// at once once the primaries are found, unless the process does not run.
 const healthQueue = 16
 
 // Health hands the core a transition of the health checker (Core.Health),
@@ -262,17 +262,20 @@ type packet struct {
 // transports' readers, the interface's news (RefreshEvery), health,
 // reloads, what feed brings (Beside events of d's own) and one timer at
 // d's deadline. The election's events wait until the transports have
-// their source addresses (PrimariesFound, then the readers start); what
-// feed brings and d's timer run from the start (Started). On return d has
+// their source addresses (PrimariesFound; the readers start after it);
+// what feed brings and d's timer run from the start (Started). On return d has
 // shut down (ShutDown: a master sent priority 0) and the transports are
 // closed. Every decision is d's; Run feeds it the wall clock, the network
 // and the interface.
 func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
-	found := make(chan []netip.Addr, 1)
+	found, waited := make(chan []netip.Addr, 1), make(chan struct{})
 	go func() {
+		defer close(waited)
 		ps := make([]netip.Addr, len(i.conns))
 		for k := range i.conns {
-			ps[k] = i.waitPrimary(ctx, i.conns[k])
+			if ps[k] = i.waitPrimary(ctx, i.conns[k]); ctx.Err() != nil {
+				return
+			}
 		}
 		found <- ps
 	}()
@@ -300,17 +303,22 @@ func (i *Instance) Run(ctx context.Context, d Driven, feed <-chan Event) {
 		select {
 		case ps := <-found:
 			found = nil
-			e = Event{Kind: PrimariesFound, Primaries: ps}
-			for k := range i.conns {
+			if ctx.Err() != nil {
+				continue // ShutDown next
+			}
+			next = d.Handle(Event{Kind: PrimariesFound, Primaries: ps}, time.Now, read)
+			for k := range i.conns { // once the primaries are stored: Accept needs them
 				readers.Add(1)
 				go func() { defer readers.Done(); i.read(k, packets, stop) }()
 			}
 			ticks, healths, bases, preempts, settles = refresh.C(), i.health, i.base, i.preempt, i.settle
+			continue
 		case <-ticks:
 			e = Event{Kind: LinkNews}
 		case <-ctx.Done():
 			d.Handle(Event{Kind: ShutDown}, time.Now, read)
 			close(stop)
+			<-waited // it asks the transports for their primaries
 			for _, c := range i.conns {
 				c.Close()
 			}
@@ -427,7 +435,7 @@ func (i *Instance) read(k int, out chan<- packet, stop <-chan struct{}) {
 func (i *Instance) Accept(k int, a Advertisement, src netip.Addr) bool {
 	self := i.primaries[k].Load()
 	if self == nil {
-		return false // before Node.Primaries: no election to hand it to yet
+		return false // before PrimariesFound: no election to hand it to yet
 	}
 	switch r := i.cfg.Drop(a, src, *self, k); r {
 	case "":
